@@ -1,0 +1,164 @@
+// Row ops on large shapes against a plain copy of the same bytes, measured in the same run, so the
+// ratio to the machine's bandwidth can be read: bytes/s counts the bytes each op must read and
+// write once. BM_ExpPass is exp alone over the logits (crossEntropy should be close to it: bound
+// by exp, not by its reduction order). Set GIZML_BENCH_DEVICE=cuda to run on GPU 0.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "exact/math.hpp"
+#include "exact/vec16.hpp"
+#include "gizml/gizml.hpp"
+
+using gizml::Device;
+using gizml::Key;
+using gizml::Tensor;
+namespace netops = gizml::netops;
+
+namespace {
+
+Device benchDevice() {
+  const char* d = std::getenv("GIZML_BENCH_DEVICE");
+  return d && std::string(d) == "cuda" ? Device::cuda(0) : Device::host();
+}
+
+void finish(const Device& d) {
+  if (d.isCuda()) gizml::Gpu::open(d.index).synchronize();
+}
+
+void setBytes(benchmark::State& state, double bytesPerIteration) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytesPerIteration) * state.iterations());
+}
+
+// A copy of `bytes` from one buffer to another (reads and writes `bytes` each).
+void BM_Copy(benchmark::State& state) {
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0)) * static_cast<std::size_t>(state.range(1)) * 4;
+  const Device d = benchDevice();
+  Tensor src = Tensor::uniform(Key{1, 1}, {state.range(0), state.range(1)}, d);
+  Tensor dst = Tensor::zeros({state.range(0), state.range(1)}, gizml::DType::F32, d);
+  for (auto _ : state) {
+    if (d.isHost()) {
+      // Threads split the copy as they split the ops.
+      const auto* s = static_cast<const char*>(src.raw());
+      auto* t = static_cast<char*>(dst.raw());
+      const std::size_t chunk = 1 << 20;
+#pragma omp parallel for schedule(static)
+      for (std::size_t off = 0; off < bytes; off += chunk) std::memcpy(t + off, s + off, std::min(chunk, bytes - off));
+    } else {
+      dst.copyFrom(src);
+    }
+    finish(d);
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 2.0 * bytes);
+}
+
+void BM_LayerNorm(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const Device d = benchDevice();
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
+  Tensor w = Tensor::normal(Key{3, 3}, {n}, d), b = Tensor::normal(Key{4, 4}, {n}, d);
+  for (auto _ : state) {
+    auto out = netops::layerNorm(x, w, b, 1e-5);
+    finish(d);
+    benchmark::DoNotOptimize(out.y.raw());
+  }
+  setBytes(state, 2.0 * rows * n * 4);  // x in, y out
+}
+
+void BM_LayerNormGrad(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const Device d = benchDevice();
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d), dy = Tensor::normal(Key{5, 5}, {rows, n}, d);
+  Tensor w = Tensor::normal(Key{3, 3}, {n}, d), b = Tensor::normal(Key{4, 4}, {n}, d);
+  auto fwd = netops::layerNorm(x, w, b, 1e-5);
+  for (auto _ : state) {
+    auto g = netops::layerNormGrad(dy, x, w, fwd.mean, fwd.rstd);
+    finish(d);
+    benchmark::DoNotOptimize(g.dx.raw());
+  }
+  setBytes(state, 3.0 * rows * n * 4);  // dy and x in, dx out (the column pass reads them again)
+}
+
+void BM_Dropout(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const Device d = benchDevice();
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
+  for (auto _ : state) {
+    Tensor y = x.dropout(Key{6, 6}, 0.1);
+    finish(d);
+    benchmark::DoNotOptimize(y.raw());
+  }
+  setBytes(state, 2.0 * rows * n * 4);
+}
+
+std::vector<std::int64_t> labelsFor(std::int64_t rows, std::int64_t classes) {
+  std::vector<std::int64_t> l(rows);
+  for (std::int64_t r = 0; r < rows; ++r) l[r] = (r * 7919) % classes;
+  return l;
+}
+
+void BM_CrossEntropyRows(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const Device d = benchDevice();
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
+  auto labels = labelsFor(rows, n);
+  for (auto _ : state) {
+    Tensor l = netops::crossEntropyRows(x, labels);
+    finish(d);
+    benchmark::DoNotOptimize(l.raw());
+  }
+  setBytes(state, 1.0 * rows * n * 4);
+  state.counters["exp/s"] = benchmark::Counter(static_cast<double>(rows * n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void BM_CrossEntropyGrad(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const Device d = benchDevice();
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
+  auto labels = labelsFor(rows, n);
+  for (auto _ : state) {
+    Tensor g = netops::crossEntropyGrad(x, labels, 1.0);
+    finish(d);
+    benchmark::DoNotOptimize(g.raw());
+  }
+  setBytes(state, 2.0 * rows * n * 4);
+  state.counters["exp/s"] = benchmark::Counter(static_cast<double>(rows * n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+// exp alone over the same elements, 16 lanes at a time, threads over rows: the floor for
+// crossEntropy on the host.
+void BM_ExpPass(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n});
+  const float* p = x.data<float>();
+  for (auto _ : state) {
+    gizml::exact::f32x16 total{};
+#pragma omp parallel
+    {
+      gizml::exact::f32x16 acc{};
+#pragma omp for schedule(static)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t i = 0; i < n; i += 16) acc += gizml::exact::expLanes(gizml::exact::load16(p + r * n + i, n - i));
+#pragma omp critical
+      total += acc;
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  setBytes(state, 1.0 * rows * n * 4);
+  state.counters["exp/s"] = benchmark::Counter(static_cast<double>(rows * n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Copy)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LayerNorm)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LayerNormGrad)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Dropout)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Copy)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ExpPass)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CrossEntropyRows)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CrossEntropyGrad)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,0 +1,26 @@
+// Where a tensor lives (SPEC §2).
+#pragma once
+
+#include <string>
+
+namespace gizml {
+
+struct Device {
+  enum class Kind { Host, Cuda };
+  Kind kind = Kind::Host;
+  int index = 0;
+
+  static Device host() { return {Kind::Host, 0}; }
+  static Device cuda(int index = 0) { return {Kind::Cuda, index}; }
+  bool isHost() const { return kind == Kind::Host; }
+  bool isCuda() const { return kind == Kind::Cuda; }
+  bool operator==(const Device&) const = default;
+  std::string name() const;  // "host" or "cuda:N"
+};
+
+/// Number of CUDA GPUs usable now: 0 in a build without CUDA, without a driver or without a GPU.
+int gpuCount();
+/// True when this library was built with its CUDA kernels.
+bool builtWithCuda();
+
+}  // namespace gizml

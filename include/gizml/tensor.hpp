@@ -1,0 +1,115 @@
+// The tensor layer netops needs (SPEC §2): shape, dtype, device, contiguous row-major storage
+// shared between views.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gizml/device.hpp"
+#include "gizml/dtype.hpp"
+#include "gizml/key.hpp"
+
+namespace gizml {
+
+using Shape = std::vector<std::int64_t>;
+std::string shapeString(const Shape& s);  // "[2, 3]"
+
+namespace detail {
+struct Storage;
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::F64; };
+template <> struct DTypeOf<std::int8_t> { static constexpr DType value = DType::I8; };
+template <> struct DTypeOf<std::int32_t> { static constexpr DType value = DType::I32; };
+template <> struct DTypeOf<std::int64_t> { static constexpr DType value = DType::I64; };
+template <> struct DTypeOf<std::uint8_t> { static constexpr DType value = DType::U8; };
+}  // namespace detail
+
+class Tensor {
+ public:
+  /// An empty tensor: no storage, shape [0]. `defined()` is false.
+  Tensor();
+
+  /// Uninitialised storage (host memory is zero-filled so that reading it is defined).
+  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::host());
+  static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::host());
+  /// From host values of an exact dtype (float → F32, double → F64, int8/int32/int64/uint8).
+  template <class T>
+  static Tensor fromVector(const std::vector<T>& values, const Shape& shape,
+                           Device device = Device::host()) {
+    return fromHostBytes(values.data(), values.size(), detail::DTypeOf<T>::value, shape, device);
+  }
+  /// From float values converted to `dtype` (SPEC §1.4 rounding), on `device`.
+  static Tensor fromFloats(const std::vector<float>& values, const Shape& shape,
+                           DType dtype = DType::F32, Device device = Device::host());
+  /// Uniform [0, 1) F32 values: element i is key.uniform(i), on any device, the same bits.
+  static Tensor uniform(Key key, const Shape& shape, Device device = Device::host());
+  /// Standard normal F32 values: element i is key.normal(i), on any device, the same bits.
+  static Tensor normal(Key key, const Shape& shape, Device device = Device::host());
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t dim(int axis) const;  // negative counts from the end
+  int rank() const { return static_cast<int>(shape_.size()); }
+  std::int64_t numel() const;
+  /// Product of all extents but the last (1 for rank 0 or 1): the "rows" of the row ops.
+  std::int64_t rowCount() const;
+  /// The last extent (1 for rank 0).
+  std::int64_t rowLength() const;
+  DType dtype() const { return dtype_; }
+  Device device() const;
+  std::size_t bytes() const { return dtypeBytes(dtype_, numel()); }
+
+  /// A view of rows [r0, r1) of the leading axis, sharing storage.
+  Tensor rows(std::int64_t r0, std::int64_t r1) const;
+  /// The same storage seen with another shape of the same element count.
+  Tensor reshape(const Shape& shape) const;
+  /// A copy on `device` (the same bits).
+  Tensor to(Device device) const;
+  /// A copy converted to `dtype` (SPEC §1.4), on the same device.
+  Tensor to(DType dtype) const;
+  Tensor clone() const;
+  /// Copies `src` (same shape and dtype, any device) into this tensor's storage.
+  void copyFrom(const Tensor& src);
+
+  /// Values read back to the host; T must be the tensor's dtype.
+  template <class T>
+  std::vector<T> toVector() const {
+    std::vector<T> out(static_cast<std::size_t>(numel()));
+    toHostBytes(out.data(), detail::DTypeOf<T>::value, "Tensor::toVector");
+    return out;
+  }
+  /// Values read back to the host as float, whatever the dtype (F64 and I64 are rounded).
+  std::vector<float> toFloats() const;
+
+  /// Pointer to element 0 on the tensor's device. T must match the dtype (std::uint16_t for BF16
+  /// and F16, std::uint8_t for E4M3, I4 and U8, std::int8_t for I8).
+  template <class T>
+  T* data() const {
+    checkElement(sizeof(T), std::is_integral_v<T>, std::is_signed_v<T>);
+    return static_cast<T*>(raw());
+  }
+  void* raw() const;
+
+  // The seed's Tensor methods (netops).
+  /// Per row, the lowest index of the largest non-NaN value; a row of NaN gives 0.
+  std::vector<std::int64_t> argmax() const;
+  /// x * F32(1 / (1 - p)) where key.uniform(i) >= F32(p), else 0.
+  Tensor dropout(Key key, double p) const;
+
+ private:
+  static Tensor fromHostBytes(const void* src, std::size_t count, DType dtype, const Shape& shape,
+                              Device device);
+  void toHostBytes(void* dst, DType want, const char* function) const;
+  void checkElement(std::size_t size, bool integral, bool isSigned) const;
+
+  std::shared_ptr<detail::Storage> storage_;
+  std::size_t offset_ = 0;  // bytes from the storage's start
+  Shape shape_{0};
+  DType dtype_ = DType::F32;
+};
+
+}  // namespace gizml

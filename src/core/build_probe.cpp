@@ -1,0 +1,7 @@
+// A probe the build-flags test calls: compiled with the library's flags, so if -ffp-contract=off
+// were lost, this a * b + c would become one fma and the test would see it.
+#include "core/backend.hpp"
+
+namespace gizml::detail {
+float hostMultiplyAdd(float a, float b, float c) { return a * b + c; }
+}  // namespace gizml::detail

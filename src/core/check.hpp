@@ -1,0 +1,59 @@
+// Precondition checks shared by every op: each throws gizml::Error naming the function, the
+// argument and what was expected (SPEC §1.7), before any work is done.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "gizml/error.hpp"
+#include "gizml/tensor.hpp"
+
+namespace gizml::detail {
+
+inline void requireDefined(const char* fn, const char* arg, const Tensor& t) {
+  if (!t.defined()) fail(fn, arg, "expected a tensor, got an empty Tensor()");
+}
+
+inline void requireDType(const char* fn, const char* arg, const Tensor& t, DType want) {
+  requireDefined(fn, arg, t);
+  if (t.dtype() != want) fail(fn, arg, "expected dtype " + dtypeName(want) + ", got " + dtypeName(t.dtype()));
+}
+
+inline void requireShape(const char* fn, const char* arg, const Tensor& t, const Shape& want) {
+  if (t.shape() != want) fail(fn, arg, "expected shape " + shapeString(want) + ", got " + shapeString(t.shape()));
+}
+
+inline void requireRankAtLeast(const char* fn, const char* arg, const Tensor& t, int rank) {
+  if (t.rank() < rank)
+    fail(fn, arg, "expected rank >= " + std::to_string(rank) + ", got shape " + shapeString(t.shape()));
+}
+
+inline void requireRank(const char* fn, const char* arg, const Tensor& t, int rank) {
+  if (t.rank() != rank)
+    fail(fn, arg, "expected rank " + std::to_string(rank) + ", got shape " + shapeString(t.shape()));
+}
+
+/// All named tensors on the first one's device.
+inline void requireSameDevice(const char* fn, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
+  const auto& first = *ts.begin();
+  for (const auto& [name, t] : ts)
+    if (t->device() != first.second->device())
+      fail(fn, name,
+           "expected the device of " + std::string(first.first) + " (" + first.second->device().name() +
+               "), got " + t->device().name());
+}
+
+inline void requireLabels(const char* fn, const std::vector<std::int64_t>& labels, std::int64_t rows,
+                          std::int64_t classes) {
+  if (static_cast<std::int64_t>(labels.size()) != rows)
+    fail(fn, "labels", "expected one label a row (" + std::to_string(rows) + "), got " + std::to_string(labels.size()));
+  for (std::size_t r = 0; r < labels.size(); ++r)
+    if (labels[r] < 0 || labels[r] >= classes)
+      fail(fn, "labels",
+           "expected labels in [0, " + std::to_string(classes) + "), got " + std::to_string(labels[r]) +
+               " at row " + std::to_string(r));
+}
+
+}  // namespace gizml::detail

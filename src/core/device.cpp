@@ -1,0 +1,59 @@
+#include "gizml/device.hpp"
+
+#include "core/backend.hpp"
+#include "gizml/error.hpp"
+#include "gizml/gpu.hpp"
+
+namespace gizml {
+
+std::string Device::name() const { return isHost() ? "host" : "cuda:" + std::to_string(index); }
+
+bool builtWithCuda() { return GIZML_HAS_CUDA != 0; }
+
+int gpuCount() {
+#if GIZML_HAS_CUDA
+  static const int count = detail::cudaDeviceCount();
+  return count;
+#else
+  return 0;
+#endif
+}
+
+Gpu Gpu::open(int index) {
+  if (!builtWithCuda()) fail("gizml::Gpu::open", "", "gizml was built without CUDA");
+  if (index < 0 || index >= gpuCount())
+    fail("gizml::Gpu::open", "index",
+         "expected a GPU in [0, " + std::to_string(gpuCount()) + "), got " + std::to_string(index) +
+             (gpuCount() == 0 ? " (no CUDA GPU is present)" : ""));
+  return {Device::cuda(index), nullptr};
+}
+
+void Gpu::synchronize() const {
+  if (device.isHost()) return;
+  GIZML_IF_CUDA(detail::cudaSynchronize(device.index, stream));
+}
+
+namespace detail {
+void noCuda(const std::string& function) {
+  fail(function, "", "gizml was built without CUDA, so no tensor can be on a GPU");
+}
+}  // namespace detail
+
+}  // namespace gizml
+
+#if !GIZML_HAS_CUDA
+// A build without CUDA: no tensor can reach a GPU, so these are never called on the way of an op;
+// they exist so that code naming them links, and say why they cannot run.
+namespace gizml::detail {
+int cudaDeviceCount() { return 0; }
+void* cudaAllocate(int, std::size_t) { noCuda("gizml::Tensor"); }
+void cudaRelease(int, void*) noexcept {}
+void cudaCopy(void*, Device, const void*, Device, std::size_t) { noCuda("gizml::Tensor copy"); }
+void cudaZero(int, void*, std::size_t) { noCuda("gizml::Tensor::zeros"); }
+void cudaSynchronize(int, void*) { noCuda("gizml::Gpu::synchronize"); }
+void cudaFillUniform(int, float*, std::int64_t, Key) { noCuda("gizml::Tensor::uniform"); }
+void cudaFillNormal(int, float*, std::int64_t, Key) { noCuda("gizml::Tensor::normal"); }
+void cudaCheck(int, const char*) {}
+float cudaMultiplyAdd(int, float, float, float) { noCuda("gizml::detail::cudaMultiplyAdd"); }
+}  // namespace gizml::detail
+#endif

@@ -1,0 +1,62 @@
+// GIZML_HD marks a function that host code and CUDA kernels share: one source for a formula
+// (DESIGN "The three implementations of an op"). Under nvcc it is __host__ __device__.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define GIZML_HD __host__ __device__ __forceinline__
+#else
+#define GIZML_HD inline
+#endif
+
+namespace gizml::exact {
+
+// Scalar lane operations. Host code also has 16-float vector lanes (vec16.hpp) with overloads of
+// the same names, so a formula templated on its lane type runs on either.
+GIZML_HD std::uint32_t toBits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+GIZML_HD float fromBits(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+GIZML_HD float fmaLane(float a, float b, float c) { return fmaf(a, b, c); }
+GIZML_HD float select(bool m, float a, float b) { return m ? a : b; }
+GIZML_HD std::uint32_t select(bool m, std::uint32_t a, std::uint32_t b) { return m ? a : b; }
+GIZML_HD float toFloat(std::int32_t i) { return static_cast<float>(i); }
+GIZML_HD float toFloat(std::uint32_t u) { return static_cast<float>(u); }
+GIZML_HD bool isNan(float x) { return x != x; }
+
+GIZML_HD void mulHiLo(std::uint32_t m, std::uint32_t c, std::uint32_t& hi, std::uint32_t& lo) {
+  std::uint64_t p = static_cast<std::uint64_t>(m) * c;
+  hi = static_cast<std::uint32_t>(p >> 32);
+  lo = static_cast<std::uint32_t>(p);
+}
+
+template <class F> struct LaneTypes;
+template <> struct LaneTypes<float> {
+  using U = std::uint32_t;
+  using I = std::int32_t;
+};
+
+}  // namespace gizml::exact
+
+// The host's vector lanes, declared before any formula templated on its lane type, so that those
+// templates find the vector overloads (built-in vector types have no namespace for ADL to search).
+#if !defined(__CUDACC__)
+#include "exact/vec16.hpp"
+#endif
