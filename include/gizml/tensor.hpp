@@ -33,7 +33,7 @@ class Tensor {
   /// An empty tensor: no storage, shape [0]. `defined()` is false.
   Tensor();
 
-  /// Uninitialised storage (host memory is zero-filled so that reading it is defined).
+  /// Storage whose values are unspecified until written (host memory may be reused).
   static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::host());
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::host());
   /// From host values of an exact dtype (float → F32, double → F64, int8/int32/int64/uint8).

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "core/backend.hpp"
+#include "core/host_memory.hpp"
 #include "core/storage.hpp"
 #include "exact/convert.hpp"
 #include "exact/philox.hpp"
@@ -26,10 +27,11 @@ namespace detail {
 Storage::Storage(std::size_t n, Device d) : bytes(n), device(d) {
   if (n == 0) return;
   if (d.isHost()) {
-    // 64-byte aligned (one AVX-512 vector), zero-filled so a fresh tensor never holds garbage.
-    ptr = std::aligned_alloc(64, (n + 63) / 64 * 64);
-    if (!ptr) throw Error("gizml::Tensor: out of host memory allocating " + std::to_string(n) + " bytes");
-    std::memset(ptr, 0, n);
+    try {
+      ptr = hostAllocate(n);
+    } catch (const std::bad_alloc&) {
+      throw Error("gizml::Tensor: out of host memory allocating " + std::to_string(n) + " bytes");
+    }
   } else {
     GIZML_IF_CUDA(ptr = cudaAllocate(d.index, n));
   }
@@ -37,7 +39,7 @@ Storage::Storage(std::size_t n, Device d) : bytes(n), device(d) {
 
 Storage::~Storage() {
   if (!ptr) return;
-  if (device.isHost()) std::free(ptr);
+  if (device.isHost()) hostRelease(ptr, bytes);
   else GIZML_IF_CUDA(cudaRelease(device.index, ptr));
 }
 
@@ -136,7 +138,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  if (device.isCuda() && t.bytes() > 0) GIZML_IF_CUDA(detail::cudaZero(device.index, t.raw(), t.bytes()));
+  if (t.bytes() == 0) return t;
+  if (device.isHost()) std::memset(t.raw(), 0, t.bytes());
+  else GIZML_IF_CUDA(detail::cudaZero(device.index, t.raw(), t.bytes()));
   return t;
 }
 
@@ -294,7 +298,8 @@ Tensor Tensor::to(DType dtype) const {
   if (!defined()) fail(fn, "self", "expected a tensor, got an empty Tensor()");
   if (dtype == dtype_) return clone();
   if (device().isCuda()) return to(Device::host()).to(dtype).to(device());
-  Tensor out = empty(shape_, dtype, Device::host());
+  // I4 fills bytes a nibble at a time: start from zeros so an odd count's spare nibble is 0.
+  Tensor out = dtype == DType::I4 ? zeros(shape_, dtype, Device::host()) : empty(shape_, dtype, Device::host());
   std::int64_t n = numel();
   const void* src = raw();
   void* dst = out.raw();

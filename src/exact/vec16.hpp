@@ -51,13 +51,14 @@ inline f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
 /// Each lane's 32x32 -> 64-bit product m * c, split into its high and low words (Philox).
 inline void mulHiLo(std::uint32_t m, u32x16 c, u32x16& hi, u32x16& lo) {
   using u64x8 = std::uint64_t __attribute__((vector_size(64)));
-  lo = c * m;
 #if defined(__AVX512F__)
   __m512i mm = _mm512_set1_epi32(static_cast<int>(m));
   u64x8 even = (u64x8)_mm512_mul_epu32((__m512i)c, mm);                        // lanes 0, 2, ...
   u64x8 odd = (u64x8)_mm512_mul_epu32(_mm512_srli_epi64((__m512i)c, 32), mm);  // lanes 1, 3, ...
   hi = (u32x16)((even >> 32) | (odd & 0xffffffff00000000ull));
+  lo = (u32x16)((even & 0xffffffffull) | (odd << 32));
 #else
+  lo = c * m;
   for (int l = 0; l < 16; ++l) hi[l] = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * c[l]) >> 32);
 #endif
 }
@@ -66,6 +67,17 @@ template <> struct LaneTypes<f32x16> {
   using U = u32x16;
   using I = i32x16;
 };
+
+/// Stores 16 lanes to 64-byte-aligned memory past the caches (a streaming store): for outputs
+/// far larger than the caches, it saves reading each line before writing it. Same bits as store16.
+inline void streamStore16(float* p, f32x16 v) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(p, (__m512)v);
+#else
+  std::memcpy(p, &v, sizeof v);
+#endif
+}
+inline bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
 /// Lanes 0 .. 15 as an integer vector, for masking a row's last partial chunk.
 inline i32x16 laneIndex() { return i32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }

@@ -31,6 +31,13 @@ float laneTree(f32x16 acc) {
   return exact::treeSum16(lanes);
 }
 
+/// Outputs this large (past any cache) are written with streaming stores when every row starts
+/// on a 64-byte boundary. (The streaming stores are ordered before other threads read the output
+/// by OpenMP's closing barrier, whose locked instructions drain the write-combining buffers.)
+bool streamable(const float* out, std::int64_t count, std::int64_t rowLength = 16) {
+  return count * 4 >= (std::int64_t{32} << 20) && exact::aligned64(out) && rowLength % 16 == 0;
+}
+
 /// sum16 of a row.
 float sum16(const float* v, std::int64_t n) {
   f32x16 acc{};
@@ -60,10 +67,22 @@ std::int64_t argmaxRow(const float* v, std::int64_t n) {
   return 0;
 }
 
-/// Row r's max m (the value at its argmax) and s = sum16(exp(x - m)); writes exp(x - m) to `e`
-/// when it is not null.
+/// The row's maximum m (SPEC §1.3: NaN ignored; among equal values the lowest index's, which
+/// only matters for the sign of a zero) and s = sum16(exp(x - m)); writes exp(x - m) to `e` when
+/// it is not null.
 void softmaxStats(const float* x, std::int64_t n, float* e, float& m, float& s) {
-  m = x[argmaxRow(x, n)];
+  const f32x16 negInf = splat(-INFINITY);
+  f32x16 best = negInf;
+  for (std::int64_t i = 0; i < n; i += 16) {
+    f32x16 v = load16(x + i, n - i);
+    if (n - i < 16) v = exact::select(exact::laneIndex() < static_cast<std::int32_t>(n - i), v, negInf);
+    best = exact::select(v > best, v, best);
+  }
+  m = -INFINITY;
+  for (int l = 0; l < 16; ++l) m = best[l] > m ? best[l] : m;
+  // A zero maximum takes the sign of the first zero; -inf may mean "every value is NaN": both
+  // rare, both settled by the index.
+  if (m == 0.0f || m == -INFINITY) m = x[argmaxRow(x, n)];
   f32x16 acc{};
   for (std::int64_t i = 0; i < n; i += 16) {
     f32x16 ex = keepFirst(exact::expLanes(load16(x + i, n - i) - m), n - i);
@@ -76,6 +95,7 @@ void softmaxStats(const float* x, std::int64_t n, float* e, float& m, float& s) 
 void layerNormHost(const float* x, const float* w, const float* b, float eps, std::int64_t nrows, std::int64_t n,
                    float* y, float* mean, float* rstd) {
   const float nf = static_cast<float>(n);
+  const bool stream = streamable(y, nrows * n, n);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < nrows; ++r) {
     const float* xr = x + r * n;
@@ -88,9 +108,11 @@ void layerNormHost(const float* x, const float* w, const float* b, float eps, st
     float var = laneTree(acc) / nf;
     float rs = 1.0f / std::sqrt(var + eps);
     float* yr = y + r * n;
-    for (std::int64_t i = 0; i < n; i += 16)
-      store16(yr + i, rows::layerNormValue(load16(xr + i, n - i), mu, rs, load16(w + i, n - i), load16(b + i, n - i)),
-              n - i);
+    for (std::int64_t i = 0; i < n; i += 16) {
+      f32x16 v = rows::layerNormValue(load16(xr + i, n - i), mu, rs, load16(w + i, n - i), load16(b + i, n - i));
+      if (stream && n - i >= 16) exact::streamStore16(yr + i, v);
+      else store16(yr + i, v, n - i);
+    }
     mean[r] = mu;
     rstd[r] = rs;
   }
@@ -119,20 +141,29 @@ void layerNormGradHost(const float* dy, const float* x, const float* w, const fl
       store16(dxr + i, rows::layerNormGradDx(g, xh, a, c, rs), n - i);
     }
   }
-  // dweight and dbias: each column's chain runs over the rows in order; threads split columns.
-  const std::int64_t blocks = (n + 15) / 16;
+  // dweight and dbias: each column's chain runs over the rows in order; threads split the columns
+  // in blocks of 8 vectors, so each row contributes 512 contiguous bytes of dy and x at a time.
+  constexpr std::int64_t kVectors = 8, kBlock = 16 * kVectors;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
   for (std::int64_t jb = 0; jb < blocks; ++jb) {
-    const std::int64_t j = jb * 16, count = n - j;
-    f32x16 accW{}, accB{};
+    const std::int64_t j0 = jb * kBlock;
+    f32x16 accW[kVectors] = {}, accB[kVectors] = {};
     for (std::int64_t r = 0; r < nrows; ++r) {
-      f32x16 d = load16(dy + r * n + j, count);
-      f32x16 xh = rows::layerNormXhat(load16(x + r * n + j, count), mean[r], rstd[r]);
-      accW = exact::fmaLane(d, xh, accW);
-      accB += d;
+      const float mu = mean[r], rs = rstd[r];
+      for (std::int64_t v = 0; v < kVectors; ++v) {
+        const std::int64_t j = j0 + 16 * v;
+        if (j >= n) break;
+        f32x16 d = load16(dy + r * n + j, n - j);
+        f32x16 xh = rows::layerNormXhat(load16(x + r * n + j, n - j), mu, rs);
+        accW[v] = exact::fmaLane(d, xh, accW[v]);
+        accB[v] += d;
+      }
     }
-    store16(dweight + j, accW, count);
-    store16(dbias + j, accB, count);
+    for (std::int64_t v = 0; v < kVectors && j0 + 16 * v < n; ++v) {
+      store16(dweight + j0 + 16 * v, accW[v], n - j0 - 16 * v);
+      store16(dbias + j0 + 16 * v, accB[v], n - j0 - 16 * v);
+    }
   }
 }
 
@@ -159,6 +190,7 @@ void crossEntropyHost(const float* logits, const std::int64_t* labels, std::int6
 void dropoutHost(const float* x, std::int64_t count, Key key, float p, float factor, float* y) {
   // 64 elements a step: the 16 Philox counters g0 .. g0 + 15 drawn at once on u32x16 lanes.
   const std::int64_t steps = (count + 63) / 64;
+  const bool stream = streamable(y, count);
 #pragma omp parallel for schedule(static)
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::uint64_t g0 = static_cast<std::uint64_t>(step) * 16;
@@ -166,20 +198,23 @@ void dropoutHost(const float* x, std::int64_t count, Key key, float p, float fac
     exact::u32x16 c1 = exact::u32x16{} + static_cast<std::uint32_t>(g0 >> 32);
     exact::u32x16 c2{}, c3{};
     exact::philoxRounds(key.k0, key.k1, c0, c1, c2, c3);
-    // Element 4 g + j takes word j of counter g.
-    alignas(64) std::uint32_t words[64];
-    for (int l = 0; l < 16; ++l) {
-      words[4 * l + 0] = c0[l];
-      words[4 * l + 1] = c1[l];
-      words[4 * l + 2] = c2[l];
-      words[4 * l + 3] = c3[l];
-    }
+    // Element 4 g + j takes word j of counter g: interleave the four word vectors so that vector
+    // q holds elements 16 q .. 16 q + 15 (counters 4 q .. 4 q + 3).
+    exact::u32x16 w01lo = __builtin_shufflevector(c0, c1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    exact::u32x16 w01hi = __builtin_shufflevector(c0, c1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    exact::u32x16 w23lo = __builtin_shufflevector(c2, c3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    exact::u32x16 w23hi = __builtin_shufflevector(c2, c3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const exact::u32x16 words[4] = {
+        __builtin_shufflevector(w01lo, w23lo, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23),
+        __builtin_shufflevector(w01lo, w23lo, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31),
+        __builtin_shufflevector(w01hi, w23hi, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23),
+        __builtin_shufflevector(w01hi, w23hi, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31)};
     const std::int64_t base = step * 64;
     for (int q = 0; q < 4 && base + 16 * q < count; ++q) {
       const std::int64_t i = base + 16 * q;
-      exact::u32x16 wv;
-      std::memcpy(&wv, words + 16 * q, sizeof wv);
-      store16(y + i, rows::dropoutValue(load16(x + i, count - i), exact::uniformOfWord(wv), p, factor), count - i);
+      f32x16 v = rows::dropoutValue(load16(x + i, count - i), exact::uniformOfWord(words[q]), p, factor);
+      if (stream && count - i >= 16) exact::streamStore16(y + i, v);
+      else store16(y + i, v, count - i);
     }
   }
 }

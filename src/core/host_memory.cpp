@@ -1,0 +1,77 @@
+#include "core/host_memory.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace gizml::detail {
+
+namespace {
+
+constexpr std::size_t kCacheCap = std::size_t{2} << 30;  // bytes kept for reuse at most
+constexpr std::size_t kHuge = std::size_t{2} << 20;      // 2 MiB: large blocks are aligned to it
+
+struct Cache {
+  std::mutex lock;
+  std::multimap<std::size_t, void*> free;  // rounded size -> block
+  std::size_t cached = 0;
+};
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: tensors may be freed during static destruction
+  return *c;
+}
+
+std::size_t rounded(std::size_t bytes) {
+  std::size_t align = bytes >= kHuge ? kHuge : 64;
+  return (bytes + align - 1) / align * align;
+}
+
+}  // namespace
+
+void* hostAllocate(std::size_t bytes) {
+  const std::size_t size = rounded(bytes);
+  {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> g(c.lock);
+    auto it = c.free.find(size);
+    if (it != c.free.end()) {
+      void* p = it->second;
+      c.free.erase(it);
+      c.cached -= size;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(size >= kHuge ? kHuge : 64, size);
+  if (!p) throw std::bad_alloc();
+  if (size >= kHuge) madvise(p, size, MADV_HUGEPAGE);  // fewer faults on first touch, where THP is on
+  return p;
+}
+
+void hostRelease(void* p, std::size_t bytes) noexcept {
+  if (!p) return;
+  const std::size_t size = rounded(bytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> g(c.lock);
+    if (c.cached + size <= kCacheCap) {
+      c.free.emplace(size, p);
+      c.cached += size;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+void hostTrimCache() noexcept {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> g(c.lock);
+  for (auto& [size, p] : c.free) std::free(p);
+  c.free.clear();
+  c.cached = 0;
+}
+
+}  // namespace gizml::detail
