@@ -10,6 +10,7 @@
 #include "gizml/gizml.hpp"
 #include "reference/rows_reference.hpp"
 #include "support/compare.hpp"
+#include "support/errors.hpp"
 #include "support/gpu.hpp"
 #include "support/torch_data.hpp"
 
@@ -19,6 +20,7 @@ using gizml::Key;
 using gizml::Tensor;
 using gizml::test::forThreadCounts;
 using gizml::test::randomFloats;
+using gizml::test::expectThrowsNaming;
 using gizml::test::sameBits;
 namespace netops = gizml::netops;
 namespace ref = gizml::reference;
@@ -48,17 +50,6 @@ std::vector<float> rowsWithSpecials(Key key, std::int64_t rows, std::int64_t n) 
   return x;
 }
 
-template <class F>
-void expectThrowsNaming(F f, const std::string& function, const std::string& argument) {
-  try {
-    f();
-    ADD_FAILURE() << "expected gizml::Error from " << function << " naming " << argument;
-  } catch (const gizml::Error& e) {
-    std::string m = e.what();
-    EXPECT_NE(m.find(function), std::string::npos) << m;
-    EXPECT_NE(m.find(argument), std::string::npos) << m;
-  }
-}
 
 std::vector<gizml::test::TorchCase> torchCases(const std::string& op) {
   std::vector<gizml::test::TorchCase> out;

@@ -22,6 +22,7 @@ run() {  # run a step, log it, remember a failure
     run "$t" --gtest_brief=1
   done
   run env GIZML_BENCH_DEVICE=cuda "$BUILD/bench/gizml_bench" --benchmark_min_time=0.2
+  [ -x "$BUILD/bench/gizml_gemm_bench" ] && run "$BUILD/bench/gizml_gemm_bench" --benchmark_min_time=0.2
   echo "=== gpu-check: $([ $status -eq 0 ] && echo 'all passed' || echo 'SOME STEPS FAILED')"
   exit $status
 } 2>&1 | tee "$LOG"

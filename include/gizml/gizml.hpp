@@ -6,6 +6,7 @@
 #include "gizml/error.hpp"
 #include "gizml/gpu.hpp"
 #include "gizml/key.hpp"
+#include "gizml/lazy.hpp"
 #include "gizml/netops.hpp"
 #include "gizml/tensor.hpp"
 #include "gizml/threads.hpp"

@@ -40,6 +40,11 @@ GIZML_HD std::uint32_t select(bool m, std::uint32_t a, std::uint32_t b) { return
 GIZML_HD float toFloat(std::int32_t i) { return static_cast<float>(i); }
 GIZML_HD float toFloat(std::uint32_t u) { return static_cast<float>(u); }
 GIZML_HD bool isNan(float x) { return x != x; }
+/// A float as the lane type F (itself for float; all 16 lanes for the host's vectors), bits kept.
+template <class F>
+GIZML_HD F broadcast(float v) {
+  return v;
+}
 
 GIZML_HD void mulHiLo(std::uint32_t m, std::uint32_t c, std::uint32_t& hi, std::uint32_t& lo) {
   std::uint64_t p = static_cast<std::uint64_t>(m) * c;

@@ -19,7 +19,20 @@ using f32x16 = float __attribute__((vector_size(64)));
 using u32x16 = std::uint32_t __attribute__((vector_size(64)));
 using i32x16 = std::int32_t __attribute__((vector_size(64)));
 
-inline f32x16 splat(float v) { return f32x16{} + v; }
+/// All 16 lanes v, bit for bit (-0 stays -0, which 0 + v would not keep).
+inline f32x16 splat(float v) {
+#if defined(__AVX512F__)
+  return (f32x16)_mm512_set1_ps(v);
+#else
+  f32x16 r;
+  for (int l = 0; l < 16; ++l) r[l] = v;
+  return r;
+#endif
+}
+template <>
+inline f32x16 broadcast<f32x16>(float v) {
+  return splat(v);
+}
 inline u32x16 toBits(f32x16 x) { return reinterpret_cast<u32x16&>(x); }
 inline f32x16 fromBits(u32x16 u) { return reinterpret_cast<f32x16&>(u); }
 inline f32x16 toFloat(i32x16 i) { return __builtin_convertvector(i, f32x16); }

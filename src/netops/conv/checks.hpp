@@ -9,7 +9,7 @@
 
 #include "gizml/error.hpp"
 
-namespace gizml::netops::detail {
+namespace gizml::netops::sizes {
 
 /// The largest element count an op accepts: Tensor::empty's own limit (its bytes must fit too).
 inline constexpr std::int64_t kMaxElements = std::numeric_limits<std::int64_t>::max() / 16;
@@ -46,4 +46,4 @@ inline std::int64_t windowCount(const char* fn, const char* kernelArg, std::int6
   return (padded - span) / stride + 1;
 }
 
-}  // namespace gizml::netops::detail
+}  // namespace gizml::netops::sizes

@@ -14,30 +14,57 @@ struct Geometry {
   std::int64_t planes, h, w, size, stride, oh, ow;
 };
 
-struct Best {
-  float value;
-  std::int64_t at;  // i size + j, the offset in the window (row-major)
+/// The max rule, one comparison: does v (later in window order) replace the best so far? NaN
+/// never wins and a value replaces a NaN best; a tie keeps the first. F = float (a bool) or 16
+/// host lanes (a lane mask).
+template <class F>
+GIZML_HD auto poolMaxTakes(F v, F best) {
+  return (v == v) & ((v > best) | (best != best));
+}
+
+/// One window's values: load(i, j) is element (i, j) of the window at `p` (rowStride = the image
+/// width). The host has a 16-lane loader of 16 neighbouring windows (host.cpp).
+struct Window {
+  const float* p;
+  std::int64_t rowStride;
+  GIZML_HD float operator()(std::int64_t i, std::int64_t j) const { return p[i * rowStride + j]; }
 };
 
-/// The window's maximum: the first largest value in row-major window order; NaN never wins (a
-/// value after a leading NaN replaces it); a window of NaN gives its first element (at 0).
-/// `win` is the window's top-left element, `rowStride` the image width.
-GIZML_HD Best poolMax(const float* win, std::int64_t rowStride, std::int64_t size) {
-  Best best{win[0], 0};
+/// The window's maximum: the first largest value in row-major window order by poolMaxTakes; a
+/// window of NaN gives its first element.
+template <class F, class Load>
+GIZML_HD F poolMaxOf(const Load& load, std::int64_t size) {
+  F best = load(0, 0);
   for (std::int64_t i = 0; i < size; ++i)
     for (std::int64_t j = 0; j < size; ++j) {
-      const float v = win[i * rowStride + j];
-      if (v == v && (v > best.value || best.value != best.value)) best = Best{v, i * size + j};
+      const F v = load(i, j);
+      best = exact::select(poolMaxTakes(v, best), v, best);
     }
   return best;
 }
 
 /// The window's mean: its values added in row-major order from +0, times `factor` = F32(1 / size²).
-GIZML_HD float poolMean(const float* win, std::int64_t rowStride, std::int64_t size, float factor) {
-  float acc = 0.0f;
+template <class F, class Load>
+GIZML_HD F poolMeanOf(const Load& load, std::int64_t size, float factor) {
+  F acc = F{};
   for (std::int64_t i = 0; i < size; ++i)
-    for (std::int64_t j = 0; j < size; ++j) acc = acc + win[i * rowStride + j];
+    for (std::int64_t j = 0; j < size; ++j) acc = acc + load(i, j);
   return acc * factor;
+}
+
+/// The offset i size + j of the window's maximum (poolMaxOf's choice), for the gradient.
+GIZML_HD std::int64_t poolArgmax(const Window& win, std::int64_t size) {
+  float best = win(0, 0);
+  std::int64_t at = 0;
+  for (std::int64_t i = 0; i < size; ++i)
+    for (std::int64_t j = 0; j < size; ++j) {
+      const float v = win(i, j);
+      if (poolMaxTakes(v, best)) {
+        best = v;
+        at = i * size + j;
+      }
+    }
+  return at;
 }
 
 /// pool2dGrad's element (plane, y, x): +0, then over the windows holding it in (oy, ox) row-major

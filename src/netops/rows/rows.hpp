@@ -26,7 +26,7 @@ GIZML_HD F layerNormXhat(F x, float mean, float rstd) {
 /// layerNormGrad's dx = rstd * fma(-xhat, c, g - a).
 template <class F>
 GIZML_HD F layerNormGradDx(F g, F xhat, float a, float c, float rstd) {
-  return exact::fmaLane(-xhat, F{} + c, g - a) * rstd;
+  return exact::fmaLane(-xhat, exact::broadcast<F>(c), g - a) * rstd;
 }
 
 /// crossEntropyGrad's element: (e * inv - onehot) * scale, e = exp(x - m), inv = F32(1 / s).

@@ -1,0 +1,168 @@
+// The exact host GEMM (BLIS's way): B is packed into panels of NR columns, A into panels of MR
+// rows, and a register-blocked micro-kernel runs MR x NR accumulators over a block of KC steps.
+// Between k blocks the accumulators are stored to C and loaded again, which is exact, so every
+// element of C is one fma chain over k = 0, 1, ..., k - 1 (SPEC §1.3 `chain`). Threads split the
+// rows of C; k is never split.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/host_memory.hpp"
+#include "exact/vec16.hpp"
+#include "netops/lazy/lazy.hpp"
+
+namespace gizml::netops::lazy {
+
+using exact::f32x16;
+
+namespace {
+
+// Register block: MR rows x NRV vectors of 16 columns. AVX-512 has 32 vector registers: 14 x 2
+// accumulators + 2 of B + 1 broadcast. With 16 (AVX2: each f32x16 is two) a smaller block.
+#if defined(__AVX512F__)
+constexpr int MR = 14;
+constexpr int NRV = 2;
+#else
+constexpr int MR = 6;
+constexpr int NRV = 1;
+#endif
+constexpr int NR = 16 * NRV;
+constexpr std::int64_t KC = 256;   // k steps a block: a B micro-panel (KC x NR) stays in L1
+constexpr std::int64_t MC = MR * 12;  // rows of A packed at a time (L2)
+constexpr std::int64_t NC = 2048;  // columns of B packed at a time (shared by the threads)
+
+/// The micro-kernel: c[MR x NR] (row stride ldc) = its chain continued over kc steps of the
+/// packed a (kc x MR, step-major) and b (kc x NR). `load`: continue from c; else start from +0.
+inline void microKernel(std::int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c,
+                        std::int64_t ldc, bool load) {
+  f32x16 acc[MR][NRV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NRV; ++v) {
+      if (load) std::memcpy(&acc[i][v], c + i * ldc + 16 * v, sizeof(f32x16));
+      else acc[i][v] = f32x16{};
+    }
+  for (std::int64_t p = 0; p < kc; ++p) {
+    f32x16 b[NRV];
+    for (int v = 0; v < NRV; ++v) std::memcpy(&b[v], bp + p * NR + 16 * v, sizeof(f32x16));
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; ++i) {
+      f32x16 ai = exact::splat(ap[p * MR + i]);
+      for (int v = 0; v < NRV; ++v) acc[i][v] = exact::fmaLane(ai, b[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NRV; ++v) std::memcpy(c + i * ldc + 16 * v, &acc[i][v], sizeof(f32x16));
+}
+
+/// An edge tile (fewer than MR rows or NR columns): run the kernel on a full local tile.
+void edgeKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool load,
+                std::int64_t rows, std::int64_t cols) {
+  alignas(64) float tile[MR * NR] = {};
+  if (load)
+    for (std::int64_t i = 0; i < rows; ++i) std::memcpy(tile + i * NR, c + i * ldc, sizeof(float) * cols);
+  microKernel(kc, ap, bp, tile, NR, load);
+  for (std::int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * NR, sizeof(float) * cols);
+}
+
+/// Packs b's columns [j0, j0 + nc) and steps [p0, p0 + kc) into panels of NR columns, each kc x NR
+/// step-major; columns past n are zero (their results are never stored).
+void packB(const float* b, std::int64_t bsN, std::int64_t bsK, std::int64_t n, std::int64_t j0, std::int64_t nc,
+           std::int64_t p0, std::int64_t kc, float* out) {
+  const std::int64_t panels = (nc + NR - 1) / NR;
+#pragma omp for schedule(static)
+  for (std::int64_t q = 0; q < panels; ++q) {
+    float* dst = out + q * kc * NR;
+    const std::int64_t jq = j0 + q * NR;
+    const std::int64_t cols = std::min<std::int64_t>(NR, n - jq);
+    if (bsN == 1 && cols == NR) {  // b's columns contiguous (a convolution's patches): copy rows
+      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * NR, b + jq + (p0 + p) * bsK, sizeof(float) * NR);
+      continue;
+    }
+    for (std::int64_t p = 0; p < kc; ++p)
+      for (std::int64_t j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? b[(jq + j) * bsN + (p0 + p) * bsK] : 0.0f;
+  }
+}
+
+/// Packs a's rows [i0, i0 + mc) and steps [p0, p0 + kc) into panels of MR rows, kc x MR step-major.
+void packA(const float* a, std::int64_t lda, std::int64_t m, std::int64_t i0, std::int64_t mc, std::int64_t p0,
+           std::int64_t kc, float* out) {
+  for (std::int64_t q = 0; q * MR < mc; ++q) {
+    float* dst = out + q * kc * MR;
+    for (std::int64_t i = 0; i < MR; ++i) {
+      const std::int64_t row = i0 + q * MR + i;
+      if (row < m) {
+        const float* src = a + row * lda + p0;
+        for (std::int64_t p = 0; p < kc; ++p) dst[p * MR + i] = src[p];
+      } else {
+        for (std::int64_t p = 0; p < kc; ++p) dst[p * MR + i] = 0.0f;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemmHost(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
+              std::int64_t bsN, std::int64_t bsK, float* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // the empty chain is +0
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  const std::int64_t ncMax = std::min(NC, (n + NR - 1) / NR * NR);
+  const std::int64_t kcMax = std::min(KC, k);
+  const std::int64_t rowPanels = (m + MR - 1) / MR;
+  std::vector<float> bPacked(static_cast<std::size_t>(ncMax * kcMax));
+  // Few rows (a convolution's output channels, a small batch): the threads share one packed A
+  // and split the columns instead of the rows.
+  const bool splitColumns = rowPanels * MR <= 2 * MC;
+  std::vector<float> aShared(splitColumns ? static_cast<std::size_t>(rowPanels * MR * kcMax) : 0);
+
+#pragma omp parallel
+  {
+    const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+    // Row split: this thread's rows of C are a contiguous share of the MR-row panels.
+    const std::int64_t firstPanel = splitColumns ? 0 : rowPanels * t / threads;
+    const std::int64_t lastPanel = splitColumns ? rowPanels : rowPanels * (t + 1) / threads;
+    std::vector<float> aPacked(splitColumns ? 0 : static_cast<std::size_t>(MC * kcMax));
+    for (std::int64_t j0 = 0; j0 < n; j0 += NC) {
+      const std::int64_t nc = std::min(NC, n - j0);
+      const std::int64_t colTiles = (nc + NR - 1) / NR;
+      // Column split: this thread's share of the NR-column tiles.
+      const std::int64_t firstTile = splitColumns ? colTiles * t / threads : 0;
+      const std::int64_t lastTile = splitColumns ? colTiles * (t + 1) / threads : colTiles;
+      for (std::int64_t p0 = 0; p0 < k; p0 += KC) {
+        const std::int64_t kc = std::min(KC, k - p0);
+        const bool load = p0 > 0;  // the first block starts the chain from +0
+        packB(b, bsN, bsK, n, j0, nc, p0, kc, bPacked.data());  // omp for: a barrier after
+        if (splitColumns) {
+#pragma omp for schedule(static)
+          for (std::int64_t q = 0; q < rowPanels; ++q) packA(a, lda, m, q * MR, MR, p0, kc, aShared.data() + q * kc * MR);
+        }
+        for (std::int64_t panel = firstPanel; panel < lastPanel; panel += MC / MR) {
+          const std::int64_t i0 = panel * MR;
+          const std::int64_t mc = std::min<std::int64_t>(MC, (lastPanel - panel) * MR);
+          const float* aBlock = splitColumns ? aShared.data() + panel * kc * MR : aPacked.data();
+          if (!splitColumns) packA(a, lda, m, i0, mc, p0, kc, aPacked.data());
+          for (std::int64_t tile = firstTile; tile < lastTile; ++tile) {
+            const std::int64_t jr = tile * NR;
+            const float* bp = bPacked.data() + tile * kc * NR;
+            const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
+            for (std::int64_t ir = 0; ir < mc && i0 + ir < m; ir += MR) {
+              const float* ap = aBlock + (ir / MR) * kc * MR;
+              float* cTile = c + (i0 + ir) * ldc + j0 + jr;
+              const std::int64_t rows = std::min<std::int64_t>(MR, m - i0 - ir);
+              if (rows == MR && cols == NR) microKernel(kc, ap, bp, cTile, ldc, load);
+              else edgeKernel(kc, ap, bp, cTile, ldc, load, rows, cols);
+            }
+          }
+        }
+#pragma omp barrier  // every thread is done with the packed panels before they are packed again
+      }
+    }
+  }
+}
+
+}  // namespace gizml::netops::lazy

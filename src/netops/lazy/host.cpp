@@ -1,0 +1,358 @@
+// Lazy products: building the epilogue, argument checks, dispatch by device, and the host path
+// (patches, the exact GEMM of gemm_host.cpp, the epilogue over 16 lanes).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/check.hpp"
+#include "exact/convert.hpp"
+#include "exact/vec16.hpp"
+#include "gizml/lazy.hpp"
+#include "netops/lazy/lazy.hpp"
+
+namespace gizml {
+
+using exact::f32x16;
+using exact::load16;
+using exact::store16;
+namespace lz = netops::lazy;
+
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+bool isComputeType(DType d) { return d == DType::F32 || d == DType::BF16 || d == DType::F16; }
+
+void requireCompute(const char* fn, DType compute) {
+  if (!isComputeType(compute))
+    fail(fn, "compute", "expected F32, BF16 or F16, got " + dtypeName(compute));
+}
+
+/// a's values rounded to BF16 (or F16), kept as F32: the host's BF16 compute.
+Tensor roundedOperand(const Tensor& t, DType compute) {
+  if (compute == DType::F32) return t;
+  Tensor out = Tensor::empty(t.shape(), DType::F32, Device::host());
+  const float* src = t.data<float>();
+  float* dst = out.data<float>();
+  const std::int64_t n = t.numel();
+  const bool bf16 = compute == DType::BF16;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    dst[i] = bf16 ? exact::roundToBF16(src[i]) : exact::f16ToFloat(exact::floatToF16(src[i]));
+  return out;
+}
+
+/// The host epilogue: out = the steps on each element of c [rows, cols], stored as `dtype`.
+void epilogueHost(const float* c, std::int64_t rows, std::int64_t cols, const lz::Epilogue& e, void* out, DType dtype) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < cols; j += 16) {
+      const std::int64_t left = cols - j;
+      f32x16 v = load16(c + r * cols + j, left);
+      for (int s = 0; s < e.count; ++s) {
+        const lz::EpilogueStepData& st = e.steps[s];
+        f32x16 operand{};
+        if (st.op == lz::kBias) operand = e.biasPerRow ? exact::splat(st.data[r]) : load16(st.data + j, left);
+        else if (st.op == lz::kResidual) operand = load16(st.data + r * cols + j, left);
+        v = lz::epilogueStep(st.op, v, operand, st.value);
+      }
+      if (dtype == DType::F32) {
+        store16(static_cast<float*>(out) + r * cols + j, v, left);
+      } else {
+        auto* h = static_cast<std::uint16_t*>(out) + r * cols + j;
+        for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = lz::toHalfBits(v[l], dtype == DType::BF16);
+      }
+    }
+  }
+}
+
+/// patchRows on the host, into F32 [c kh kw, (r1 - r0) ow].
+void patchRowsHost(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
+                   std::int64_t pad, std::int64_t r0, std::int64_t r1, float* out) {
+  const std::int64_t ow = w + 2 * pad - kw + 1, cols = (r1 - r0) * ow;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t q = 0; q < c * kh * kw; ++q) {
+    const std::int64_t ch = q / (kh * kw), i = (q / kw) % kh, j = q % kw;
+    float* dst = out + q * cols;
+    for (std::int64_t oy = r0; oy < r1; ++oy) {
+      const std::int64_t y = oy + i - pad;
+      float* row = dst + (oy - r0) * ow;
+      if (y < 0 || y >= h) {
+        std::fill(row, row + ow, 0.0f);
+        continue;
+      }
+      const float* src = x + (ch * h + y) * w;
+      for (std::int64_t ox = 0; ox < ow; ++ox) {
+        const std::int64_t xx = ox + j - pad;
+        row[ox] = (xx >= 0 && xx < w) ? src[xx] : 0.0f;
+      }
+    }
+  }
+}
+
+void checkConvGeometry(const char* fn, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh,
+                       std::int64_t kw, std::int64_t pad) {
+  if (kh < 1 || kw < 1) fail(fn, "kh, kw", "expected a kernel of at least 1 x 1, got " + str(kh) + " x " + str(kw));
+  if (pad < 0) fail(fn, "pad", "expected pad >= 0, got " + str(pad));
+  if (c < 1) fail(fn, "x", "expected at least one channel");
+  if (kh > h + 2 * pad || kw > w + 2 * pad)
+    fail(fn, "kh, kw",
+         "expected a kernel no larger than the padded input " + str(h + 2 * pad) + " x " + str(w + 2 * pad) + ", got " +
+             str(kh) + " x " + str(kw));
+}
+
+}  // namespace
+
+// ---- building a Lazy -------------------------------------------------------------------------------
+
+Lazy lazyMatmul(const Tensor& a, const Tensor& w, DType compute) {
+  const char* fn = "gizml::lazyMatmul";
+  detail::requireDType(fn, "a", a, DType::F32);
+  detail::requireRank(fn, "a", a, 2);
+  detail::requireDType(fn, "w", w, DType::F32);
+  detail::requireRank(fn, "w", w, 2);
+  if (w.dim(1) != a.dim(1))
+    fail(fn, "w", "expected [n, " + str(a.dim(1)) + "] (k of a), got " + shapeString(w.shape()));
+  detail::requireSameDevice(fn, {{"a", &a}, {"w", &w}});
+  requireCompute(fn, compute);
+  Lazy l;
+  l.kind_ = Lazy::Kind::Matmul;
+  l.a_ = a;
+  l.b_ = w;
+  l.compute_ = compute;
+  l.shape_ = {a.dim(0), w.dim(0)};
+  return l;
+}
+
+Lazy lazyConv(const Tensor& w, const Tensor& x, std::int64_t kh, std::int64_t kw, std::int64_t pad, DType compute) {
+  const char* fn = "gizml::lazyConv";
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRank(fn, "x", x, 3);
+  detail::requireDType(fn, "w", w, DType::F32);
+  detail::requireRank(fn, "w", w, 2);
+  const std::int64_t c = x.dim(0), h = x.dim(1), wd = x.dim(2);
+  checkConvGeometry(fn, c, h, wd, kh, kw, pad);
+  if (w.dim(1) != c * kh * kw)
+    fail(fn, "w", "expected [o, c kh kw] = [o, " + str(c * kh * kw) + "], got " + shapeString(w.shape()));
+  detail::requireSameDevice(fn, {{"w", &w}, {"x", &x}});
+  requireCompute(fn, compute);
+  Lazy l;
+  l.kind_ = Lazy::Kind::Conv;
+  l.a_ = w;
+  l.b_ = x;
+  l.compute_ = compute;
+  l.kh_ = kh;
+  l.kw_ = kw;
+  l.pad_ = pad;
+  l.shape_ = {w.dim(0), (h + 2 * pad - kh + 1) * (wd + 2 * pad - kw + 1)};
+  return l;
+}
+
+Lazy lazyConv3(const Tensor& w, const Tensor& x) {
+  const char* fn = "gizml::lazyConv3";
+  detail::requireRank(fn, "x", x, 4);
+  if (x.dtype() != DType::BF16 && !(x.dtype() == DType::F32 && x.device().isHost()))
+    fail(fn, "x", "expected BF16 values (F32 holding BF16 values on the host), got " + dtypeName(x.dtype()));
+  detail::requireDType(fn, "w", w, DType::F32);
+  detail::requireRank(fn, "w", w, 2);
+  const std::int64_t frames = x.dim(0) - 2, c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  if (frames < 1) fail(fn, "x", "expected [n + 2, c, h, w] with n >= 1, got " + shapeString(x.shape()));
+  checkConvGeometry(fn, c, h, wd, 3, 3, 1);
+  if (w.dim(1) != 27 * c) fail(fn, "w", "expected [o, 27 c] = [o, " + str(27 * c) + "], got " + shapeString(w.shape()));
+  detail::requireSameDevice(fn, {{"w", &w}, {"x", &x}});
+  Lazy l;
+  l.kind_ = Lazy::Kind::Conv3;
+  l.a_ = w;
+  l.b_ = x;
+  l.compute_ = x.device().isHost() ? DType::F32 : DType::BF16;
+  l.kh_ = l.kw_ = 3;
+  l.pad_ = 1;
+  l.shape_ = {frames, w.dim(0), h * wd};
+  return l;
+}
+
+Lazy& Lazy::bias(const Tensor& b) {
+  const char* fn = "gizml::Lazy::bias";
+  detail::requireDType(fn, "b", b, DType::F32);
+  const std::int64_t want = kind_ == Kind::Matmul ? shape_[1] : kind_ == Kind::Conv ? shape_[0] : shape_[1];
+  detail::requireShape(fn, "b", b, {want});
+  if (b.device() != device()) fail(fn, "b", "expected the product's device (" + device().name() + "), got " + b.device().name());
+  if (steps_.size() >= static_cast<std::size_t>(lz::kMaxSteps)) fail(fn, "", "at most " + str(lz::kMaxSteps) + " epilogue steps");
+  steps_.push_back({Op::Bias, 0.0f, b});
+  return *this;
+}
+
+Lazy& Lazy::residual(const Tensor& r) {
+  const char* fn = "gizml::Lazy::residual";
+  detail::requireDType(fn, "r", r, DType::F32);
+  detail::requireShape(fn, "r", r, shape_);
+  if (r.device() != device()) fail(fn, "r", "expected the product's device (" + device().name() + "), got " + r.device().name());
+  if (steps_.size() >= static_cast<std::size_t>(lz::kMaxSteps)) fail(fn, "", "at most " + str(lz::kMaxSteps) + " epilogue steps");
+  steps_.push_back({Op::Residual, 0.0f, r});
+  return *this;
+}
+
+namespace {
+void addSimpleStep(std::vector<Lazy::Step>& steps, Lazy::Op op, float value, const char* fn) {
+  if (steps.size() >= static_cast<std::size_t>(lz::kMaxSteps)) fail(fn, "", "at most " + str(lz::kMaxSteps) + " epilogue steps");
+  steps.push_back({op, value, Tensor()});
+}
+}  // namespace
+
+Lazy& Lazy::scale(double s) {
+  addSimpleStep(steps_, Op::Scale, static_cast<float>(s), "gizml::Lazy::scale");
+  return *this;
+}
+Lazy& Lazy::silu() {
+  addSimpleStep(steps_, Op::Silu, 0.0f, "gizml::Lazy::silu");
+  return *this;
+}
+Lazy& Lazy::gelu() {
+  addSimpleStep(steps_, Op::Gelu, 0.0f, "gizml::Lazy::gelu");
+  return *this;
+}
+Lazy& Lazy::relu() {
+  addSimpleStep(steps_, Op::Relu, 0.0f, "gizml::Lazy::relu");
+  return *this;
+}
+
+Lazy& Lazy::dtype(DType d) {
+  if (d != DType::F32 && d != DType::BF16 && d != DType::F16)
+    fail("gizml::Lazy::dtype", "d", "expected F32, BF16 or F16, got " + dtypeName(d));
+  out_ = d;
+  return *this;
+}
+
+Device Lazy::device() const { return a_.device(); }
+
+Tensor Lazy::store() const {
+  Tensor out = Tensor::empty(shape_, out_, device());
+  storeInto(out);
+  return out;
+}
+
+// ---- computing it ------------------------------------------------------------------------------------
+
+void Lazy::storeInto(const Tensor& out) const {
+  const char* fn = "gizml::Lazy::storeInto";
+  detail::requireDType(fn, "out", out, out_);
+  detail::requireShape(fn, "out", out, shape_);
+  if (out.device() != device()) fail(fn, "out", "expected the product's device (" + device().name() + "), got " + out.device().name());
+
+  // The product in F32, as [rows, cols] (conv3: one [o, h w] frame after another).
+  const std::int64_t cols = shape_.back();
+  const std::int64_t rows = out.numel() / std::max<std::int64_t>(cols, 1);
+  Tensor product = Tensor::empty({rows, cols}, DType::F32, device());
+  float* c = product.data<float>();
+  const bool host = device().isHost();
+
+  if (kind_ == Kind::Matmul) {
+    const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(0);
+    if (host) {
+      Tensor a = roundedOperand(a_, compute_), w = roundedOperand(b_, compute_);
+      lz::gemmHost(m, n, k, a.data<float>(), k, w.data<float>(), k, 1, c, n);
+    } else if (compute_ == DType::F32) {
+      GIZML_IF_CUDA(lz::cuda::gemmExact(device().index, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, c, n));
+    } else {
+      GIZML_IF_CUDA(lz::cuda::gemmMma(device().index, compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, c, n));
+    }
+  } else {
+    // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches.
+    const bool conv3 = kind_ == Kind::Conv3;
+    const std::int64_t frames = conv3 ? shape_[0] : 1;
+    const std::int64_t ch = conv3 ? 3 * b_.dim(1) : b_.dim(0);
+    const std::int64_t h = b_.dim(-2), wd = b_.dim(-1);
+    const std::int64_t o = a_.dim(0), q = a_.dim(1);
+    const std::int64_t pixels = (h + 2 * pad_ - kh_ + 1) * (wd + 2 * pad_ - kw_ + 1);
+    Tensor xf = (host && b_.dtype() == DType::BF16) ? b_.to(DType::F32) : b_;
+    const std::int64_t frameElems = (conv3 ? b_.dim(1) : ch) * h * wd;
+    if (host) {
+      Tensor w = roundedOperand(a_, compute_);
+      Tensor x = roundedOperand(xf, compute_);
+      Tensor patches = Tensor::empty({q, pixels}, DType::F32, Device::host());
+      for (std::int64_t t = 0; t < frames; ++t) {
+        // Frames t .. t + 2 are contiguous: one image of 3 c channels.
+        patchRowsHost(x.data<float>() + t * frameElems, ch, h, wd, kh_, kw_, pad_, 0, h + 2 * pad_ - kh_ + 1,
+                      patches.data<float>());
+        lz::gemmHost(o, pixels, q, w.data<float>(), q, patches.data<float>(), 1, pixels, c + t * o * pixels, pixels);
+      }
+    } else {
+      const bool bf16 = b_.dtype() == DType::BF16;
+      const std::size_t frameBytes = static_cast<std::size_t>(frameElems) * (bf16 ? 2 : 4);
+      for (std::int64_t t = 0; t < frames; ++t)
+        GIZML_IF_CUDA(lz::cuda::conv(device().index, compute_, a_.data<float>(),
+                                     static_cast<const char*>(b_.raw()) + t * frameBytes, bf16, o, ch, h, wd, kh_, kw_,
+                                     pad_, c + t * o * pixels));
+    }
+  }
+
+  // The epilogue, as data.
+  lz::Epilogue e;
+  e.biasPerRow = kind_ != Kind::Matmul;
+  for (const Step& s : steps_) {
+    e.steps[e.count++] = {static_cast<int>(s.op), s.value, s.tensor.defined() ? s.tensor.data<float>() : nullptr};
+  }
+  if (kind_ == Kind::Conv3 && e.count > 0) {
+    // Rows of the product are (frame, channel): the bias is per channel, the residual per element.
+    for (std::int64_t t = 0; t < shape_[0]; ++t) {
+      lz::Epilogue ef = e;
+      for (int s = 0; s < ef.count; ++s)
+        if (ef.steps[s].op == lz::kResidual) ef.steps[s].data += t * shape_[1] * cols;
+      const std::int64_t o = shape_[1];
+      const std::size_t outOffset = dtypeBytes(out_, t * o * cols);
+      void* dst = static_cast<char*>(out.raw()) + outOffset;
+      if (host) epilogueHost(c + t * o * cols, o, cols, ef, dst, out_);
+      else GIZML_IF_CUDA(lz::cuda::epilogue(device().index, c + t * o * cols, o, cols, ef, dst, out_));
+    }
+    return;
+  }
+  if (host) epilogueHost(c, rows, cols, e, out.raw(), out_);
+  else GIZML_IF_CUDA(lz::cuda::epilogue(device().index, c, rows, cols, e, out.raw(), out_));
+}
+
+namespace netops {
+
+Tensor affine(const Tensor& x, const Tensor& w, const Tensor& b, DType compute) {
+  const char* fn = "gizml::netops::affine";
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRank(fn, "x", x, 2);
+  detail::requireDType(fn, "w", w, DType::F32);
+  detail::requireRank(fn, "w", w, 2);
+  if (w.dim(1) != x.dim(1)) fail(fn, "w", "expected [out, " + str(x.dim(1)) + "] (in of x), got " + shapeString(w.shape()));
+  detail::requireDType(fn, "b", b, DType::F32);
+  detail::requireShape(fn, "b", b, {w.dim(0)});
+  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"b", &b}});
+  requireCompute(fn, compute);
+  return lazyMatmul(x, w, compute).bias(b).store();
+}
+
+Tensor patchRows(const Tensor& x, std::int64_t kh, std::int64_t kw, std::int64_t pad, std::int64_t r0, std::int64_t r1,
+                 DType dtype) {
+  const char* fn = "gizml::netops::patchRows";
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRank(fn, "x", x, 3);
+  const std::int64_t c = x.dim(0), h = x.dim(1), w = x.dim(2);
+  checkConvGeometry(fn, c, h, w, kh, kw, pad);
+  const std::int64_t oh = h + 2 * pad - kh + 1, ow = w + 2 * pad - kw + 1;
+  if (r0 < 0 || r0 > r1 || r1 > oh)
+    fail(fn, "r0, r1", "expected 0 <= r0 <= r1 <= " + str(oh) + " (output rows), got " + str(r0) + ", " + str(r1));
+  if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
+  Tensor out = Tensor::empty({c * kh * kw, (r1 - r0) * ow}, dtype, x.device());
+  if (out.numel() == 0) return out;
+  if (x.device().isCuda()) {
+    GIZML_IF_CUDA(lz::cuda::patchRows(x.device().index, x.data<float>(), c, h, w, kh, kw, pad, r0, r1, out.raw(), dtype));
+    return out;
+  }
+  if (dtype == DType::F32) {
+    patchRowsHost(x.data<float>(), c, h, w, kh, kw, pad, r0, r1, out.data<float>());
+    return out;
+  }
+  Tensor f = Tensor::empty({c * kh * kw, (r1 - r0) * ow}, DType::F32, Device::host());
+  patchRowsHost(x.data<float>(), c, h, w, kh, kw, pad, r0, r1, f.data<float>());
+  return f.to(DType::BF16);
+}
+
+}  // namespace netops
+}  // namespace gizml

@@ -1,0 +1,134 @@
+// 2-d pooling: argument checks, dispatch by device, and the host path (OpenMP over output rows or
+// planes, 16 windows side by side by the formulas CUDA runs on one). Equals
+// tests/reference/conv_reference.cpp bit for bit.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/backend.hpp"
+#include "core/check.hpp"
+#include "exact/vec16.hpp"
+#include "gizml/netops.hpp"
+#include "netops/conv/checks.hpp"
+#include "netops/pool/pool.hpp"
+
+namespace gizml::netops {
+
+namespace {
+
+using exact::f32x16;
+
+/// 16 neighbouring windows of one output row: lane l is the window `l stride` to the right of
+/// the first; lanes past `lanes` read +0 and are never stored.
+struct Windows16 {
+  const float* p;
+  std::int64_t rowStride, stride, lanes;
+  f32x16 operator()(std::int64_t i, std::int64_t j) const {
+    const float* q = p + i * rowStride + j;
+    if (stride == 1) return exact::load16(q, lanes);
+    if (stride == 2) {  // every other float of q[0 .. 2 lanes - 1)
+      const std::int64_t span = 2 * lanes - 1;
+      const f32x16 a = exact::load16(q, span), b = span > 16 ? exact::load16(q + 16, span - 16) : f32x16{};
+      return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    }
+    f32x16 v{};
+    for (std::int64_t l = 0; l < lanes; ++l) v[l] = q[l * stride];
+    return v;
+  }
+};
+
+/// Threads split the output rows (plane, oy) of all planes; a row runs 16 windows at a time.
+void pool2dHost(const float* x, const pool::Geometry& g, bool average, float factor, float* y) {
+  const std::int64_t lines = g.planes * g.oh;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t line = 0; line < lines; ++line) {
+    const std::int64_t oy = line % g.oh, plane = line / g.oh;
+    const float* top = x + (plane * g.h + oy * g.stride) * g.w;
+    float* out = y + line * g.ow;
+    for (std::int64_t ox = 0; ox < g.ow; ox += 16) {
+      const Windows16 win{top + ox * g.stride, g.w, g.stride, g.ow - ox < 16 ? g.ow - ox : 16};
+      const f32x16 v = average ? pool::poolMeanOf<f32x16>(win, g.size, factor) : pool::poolMaxOf<f32x16>(win, g.size);
+      exact::store16(out + ox, v, win.lanes);
+    }
+  }
+}
+
+/// Threads split the planes; within a plane the windows are visited in (oy, ox) row-major order
+/// and each adds its share to the elements it holds, so every element of dx receives its windows'
+/// shares in that order, from +0 — the gather the SPEC states (and CUDA runs), computed as a
+/// scatter by the one thread that owns the plane.
+void pool2dGradHost(const float* dy, const float* x, const pool::Geometry& g, bool average, float factor, float* dx) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t plane = 0; plane < g.planes; ++plane) {
+    float* d = dx + plane * g.h * g.w;
+    const float* xp = x + plane * g.h * g.w;
+    const float* dyp = dy + plane * g.oh * g.ow;
+    std::fill(d, d + g.h * g.w, 0.0f);
+    for (std::int64_t oy = 0; oy < g.oh; ++oy)
+      for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+        const float grad = dyp[oy * g.ow + ox];
+        const std::int64_t corner = oy * g.stride * g.w + ox * g.stride;
+        if (average) {
+          const float share = grad * factor;
+          for (std::int64_t i = 0; i < g.size; ++i)
+            for (std::int64_t j = 0; j < g.size; ++j) d[corner + i * g.w + j] = d[corner + i * g.w + j] + share;
+        } else {
+          const std::int64_t at = pool::poolArgmax(pool::Window{xp + corner, g.w}, g.size);
+          float& e = d[corner + (at / g.size) * g.w + at % g.size];
+          e = e + grad;
+        }
+      }
+  }
+}
+
+/// x [n, c, h, w] F32 and the window: the pooling geometry, checked.
+pool::Geometry checkPool(const char* fn, const Tensor& x, std::int64_t size, std::int64_t stride) {
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRank(fn, "x", x, 4);
+  sizes::requireAtLeast(fn, "size", size, 1);
+  sizes::requireAtLeast(fn, "stride", stride, 1);
+  const std::int64_t h = x.dim(2), w = x.dim(3);
+  if (size > h || size > w)
+    fail(fn, "size", "expected a window of " + std::to_string(size) + " within the image (no padding), got x of shape " +
+                         shapeString(x.shape()));
+  return pool::Geometry{x.dim(0) * x.dim(1), h, w, size, stride, (h - size) / stride + 1, (w - size) / stride + 1};
+}
+
+/// F32(1 / size²): the quotient in f64, rounded to F32 once.
+float meanFactor(std::int64_t size) {
+  return static_cast<float>(1.0 / (static_cast<double>(size) * static_cast<double>(size)));
+}
+
+}  // namespace
+
+Tensor pool2d(const Tensor& x, std::int64_t size, std::int64_t stride, bool average) {
+  const char* fn = "gizml::netops::pool2d";
+  const pool::Geometry g = checkPool(fn, x, size, stride);
+  Tensor y = Tensor::empty({x.dim(0), x.dim(1), g.oh, g.ow}, DType::F32, x.device());
+  if (y.numel() == 0) return y;
+  const float factor = meanFactor(size);
+  if (x.device().isHost()) pool2dHost(x.data<float>(), g, average, factor, y.data<float>());
+  else GIZML_IF_CUDA(pool::cuda::pool2d(x.device().index, x.data<float>(), g, average, factor, y.data<float>()));
+  return y;
+}
+
+Tensor pool2dGrad(const Tensor& dy, const Tensor& x, std::int64_t size, std::int64_t stride, bool average) {
+  const char* fn = "gizml::netops::pool2dGrad";
+  const pool::Geometry g = checkPool(fn, x, size, stride);
+  detail::requireDType(fn, "dy", dy, DType::F32);
+  detail::requireShape(fn, "dy", dy, {x.dim(0), x.dim(1), g.oh, g.ow});
+  detail::requireSameDevice(fn, {{"x", &x}, {"dy", &dy}});
+  Tensor dx = Tensor::empty(x.shape(), DType::F32, x.device());
+  if (dx.numel() == 0) return dx;
+  const float factor = meanFactor(size);
+  if (x.device().isHost()) {
+    pool2dGradHost(dy.data<float>(), x.data<float>(), g, average, factor, dx.data<float>());
+  } else {
+    Tensor argmax = Tensor::empty({average ? 1 : g.planes * g.oh * g.ow}, DType::I64, x.device());
+    GIZML_IF_CUDA(pool::cuda::pool2dGrad(x.device().index, dy.data<float>(), x.data<float>(), g, average, factor,
+                                         argmax.data<std::int64_t>(), dx.data<float>()));
+    // argmax is freed by cudaFree, which waits for the queued kernels first.
+  }
+  return dx;
+}
+
+}  // namespace gizml::netops

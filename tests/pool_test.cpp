@@ -1,0 +1,315 @@
+// 2-d pooling (SPEC §3 "Convolution and pooling"): host = reference bit for bit (edge shapes, NaN
+// and inf, ties, 1 and 2 threads), a batch item alone = the item in a batch, the mean's accuracy
+// against float64, PyTorch's values and gradients, bad input, and the GPU = host bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gizml/gizml.hpp"
+#include "netops/pool/pool.hpp"
+#include "reference/conv_reference.hpp"
+#include "support/compare.hpp"
+#include "support/errors.hpp"
+#include "support/gpu.hpp"
+#include "support/torch_data.hpp"
+
+using gizml::DType;
+using gizml::Device;
+using gizml::Key;
+using gizml::Tensor;
+using gizml::test::expectThrowsNaming;
+using gizml::test::forThreadCounts;
+using gizml::test::randomFloats;
+using gizml::test::sameBits;
+namespace netops = gizml::netops;
+namespace ref = gizml::reference;
+
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+Tensor host(const std::vector<float>& v, const gizml::Shape& s) { return Tensor::fromVector(v, s); }
+
+struct PoolCase {
+  std::int64_t n, c, h, w, size, stride;
+  std::int64_t oh() const { return (h - size) / stride + 1; }
+  std::int64_t ow() const { return (w - size) / stride + 1; }
+  std::int64_t count() const { return n * c * h * w; }
+  std::int64_t outCount() const { return n * c * oh() * ow(); }
+  std::string name() const {
+    return "x [" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
+           "] size " + std::to_string(size) + " stride " + std::to_string(stride);
+  }
+};
+const PoolCase kCases[] = {
+    {1, 1, 1, 1, 1, 1},    // one pixel
+    {2, 3, 6, 8, 2, 2},    // the usual 2x2 / 2
+    {1, 2, 7, 7, 3, 1},    // overlapping windows
+    {2, 2, 9, 10, 2, 3},   // stride > size: pixels no window holds
+    {1, 3, 9, 8, 3, 2},    // odd overlap
+    {2, 1, 5, 5, 5, 1},    // the window is the image
+    {1, 2, 17, 33, 4, 4},  // odd sizes, a remainder left out
+    {3, 5, 16, 16, 2, 1},
+};
+
+/// Random values with NaN, inf, -inf, -0, a window of ties and an all-NaN window planted.
+std::vector<float> withSpecials(Key key, const PoolCase& c) {
+  auto v = randomFloats(key, c.count(), 2.0f, 0.0f);
+  const std::int64_t n = c.count();
+  if (n >= 16) {
+    v[n / 5] = kNaN;
+    v[n / 3] = kInf;
+    v[n / 2] = -kInf;
+    v[(3 * n) / 4] = -0.0f;
+    v[(3 * n) / 4 + 1] = 0.0f;
+    v[n - 2] = 1.5f;  // a tie with its neighbour
+    v[n - 1] = 1.5f;
+  }
+  // The first window of the last plane: all NaN.
+  if (c.n * c.c >= 2) {
+    float* plane = v.data() + (c.n * c.c - 1) * c.h * c.w;
+    for (std::int64_t i = 0; i < c.size; ++i)
+      for (std::int64_t j = 0; j < c.size; ++j) plane[i * c.w + j] = kNaN;
+  }
+  return v;
+}
+
+std::vector<float> slice(const std::vector<float>& v, std::int64_t from, std::int64_t count) {
+  return std::vector<float>(v.begin() + from, v.begin() + from + count);
+}
+
+}  // namespace
+
+TEST(Pool2d, HostEqualsReference) {
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    auto x = withSpecials(Key{1, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c);
+    for (bool average : {false, true}) {
+      SCOPED_TRACE(average ? "average" : "max");
+      std::vector<float> want(c.outCount());
+      ref::pool2d(x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
+      forThreadCounts([&] {
+        Tensor y = netops::pool2d(host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride, average);
+        EXPECT_EQ(y.shape(), (gizml::Shape{c.n, c.c, c.oh(), c.ow()}));
+        EXPECT_TRUE(sameBits(y.toVector<float>(), want));
+      });
+    }
+  }
+}
+
+TEST(Pool2dGrad, HostEqualsReference) {
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    auto x = withSpecials(Key{2, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c);
+    auto dy = randomFloats(Key{3, static_cast<std::uint32_t>(c.h)}, c.outCount());
+    if (c.outCount() >= 4) dy[1] = kInf;
+    for (bool average : {false, true}) {
+      SCOPED_TRACE(average ? "average" : "max");
+      std::vector<float> want(c.count());
+      ref::pool2dGrad(dy.data(), x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
+      forThreadCounts([&] {
+        Tensor dx = netops::pool2dGrad(host(dy, {c.n, c.c, c.oh(), c.ow()}), host(x, {c.n, c.c, c.h, c.w}), c.size,
+                                       c.stride, average);
+        EXPECT_EQ(dx.shape(), (gizml::Shape{c.n, c.c, c.h, c.w}));
+        EXPECT_TRUE(sameBits(dx.toVector<float>(), want));
+      });
+    }
+  }
+}
+
+TEST(Pool2d, MaxTakesTheFirstLargestAndNeverNaN) {
+  // Four 2x2 windows of a 2x8 image, window order row-major: (0,0) (0,1) (1,0) (1,1).
+  std::vector<float> x = {
+      3, 7,       kNaN, 1,     kNaN, kNaN,  -0.0f, 0.0f,
+      7, 2,       -kInf, kNaN, kNaN, kNaN,  0.0f, -1,
+  };
+  auto y = netops::pool2d(host(x, {1, 1, 2, 8}), 2, 2, false).toVector<float>();
+  EXPECT_TRUE(sameBits(y[0], 7.0f));
+  EXPECT_TRUE(sameBits(y[1], 1.0f));    // NaN first, then values: NaN never wins
+  EXPECT_TRUE(std::isnan(y[2]));        // all NaN: the first element
+  EXPECT_TRUE(sameBits(y[3], -0.0f));   // -0 and +0 tie: the first
+  // The gradient goes to the first of tied maxima only, and nowhere in the all-NaN window but
+  // its first element.
+  auto dx = netops::pool2dGrad(host({10, 20, 30, 40}, {1, 1, 1, 4}), host(x, {1, 1, 2, 8}), 2, 2, false).toVector<float>();
+  std::vector<float> want(16, 0.0f);
+  want[1] = 10;   // the 7 at (0, 1), not the one at (1, 0)
+  want[3] = 20;
+  want[4] = 30;   // the all-NaN window's first element
+  want[6] = 40;   // -0 at (0, 6)
+  EXPECT_TRUE(sameBits(dx, want));
+}
+
+TEST(Pool2d, BatchItemAloneEqualsItInABatch) {
+  const PoolCase c{5, 3, 11, 9, 3, 2};
+  auto x = randomFloats(Key{4, 4}, c.count());
+  auto dy = randomFloats(Key{5, 5}, c.outCount());
+  const std::int64_t item = c.c * c.h * c.w, outItem = c.c * c.oh() * c.ow();
+  for (bool average : {false, true}) {
+    auto y = netops::pool2d(host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride, average).toVector<float>();
+    auto dx = netops::pool2dGrad(host(dy, {c.n, c.c, c.oh(), c.ow()}), host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride,
+                                 average)
+                  .toVector<float>();
+    for (std::int64_t b = 0; b < c.n; ++b) {
+      Tensor xb = host(slice(x, b * item, item), {1, c.c, c.h, c.w});
+      EXPECT_TRUE(sameBits(netops::pool2d(xb, c.size, c.stride, average).toVector<float>(), slice(y, b * outItem, outItem)))
+          << "item " << b;
+      EXPECT_TRUE(sameBits(netops::pool2dGrad(host(slice(dy, b * outItem, outItem), {1, c.c, c.oh(), c.ow()}), xb, c.size,
+                                              c.stride, average)
+                               .toVector<float>(),
+                           slice(dx, b * item, item)))
+          << "item " << b;
+    }
+  }
+}
+
+TEST(Pool2d, MeanAccuracyAgainstFloat64) {
+  // |y - mean64| <= (size² + 2) 2^-23 mean64(|x|): the window's adds, the factor's rounding and
+  // the product's, with a factor 2 to spare.
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    auto x = randomFloats(Key{6, static_cast<std::uint32_t>(c.w)}, c.count(), 3.0f, 1.0f);
+    auto y = netops::pool2d(host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride, true).toVector<float>();
+    double worst = 0;
+    for (std::int64_t p = 0; p < c.n * c.c; ++p)
+      for (std::int64_t oy = 0; oy < c.oh(); ++oy)
+        for (std::int64_t ox = 0; ox < c.ow(); ++ox) {
+          double s = 0, a = 0;
+          for (std::int64_t i = 0; i < c.size; ++i)
+            for (std::int64_t j = 0; j < c.size; ++j) {
+              const double v = x[(p * c.h + oy * c.stride + i) * c.w + ox * c.stride + j];
+              s += v;
+              a += std::fabs(v);
+            }
+          const double k2 = static_cast<double>(c.size * c.size);
+          const double bound = (k2 + 2) * std::ldexp(1.0, -23) * a / k2 + 1e-30;
+          worst = std::max(worst, std::fabs(y[(p * c.oh() + oy) * c.ow() + ox] - s / k2) / bound);
+        }
+    EXPECT_LE(worst, 1.0) << "worst error / bound";
+  }
+}
+
+TEST(Pool2d, MatchesPyTorch) {
+  // max_pool2d / avg_pool2d and their autograd gradients. Max: the same value exactly; the rest
+  // within 1e-6 (1 + |want|) (PyTorch divides by size² where gizml multiplies by F32(1 / size²),
+  // and may add overlapping windows' gradients in another order).
+  std::int64_t count = 0;
+  for (const auto& tc : gizml::test::readTorchCases(std::string(GIZML_TEST_DATA) + "/torch_conv.txt")) {
+    if (tc.op != "pool2d") continue;
+    ++count;
+    SCOPED_TRACE(tc.name);
+    const auto& v = tc.ints;  // n c h w size stride average
+    const bool average = v[6] != 0;
+    Tensor x = host(tc.floats("x"), {v[0], v[1], v[2], v[3]});
+    auto y = netops::pool2d(x, v[4], v[5], average).toVector<float>();
+    const auto& wantY = tc.field("y");
+    ASSERT_EQ(y.size(), wantY.size());
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      if (average) EXPECT_NEAR(y[i], wantY[i], 1e-6 * (1 + std::fabs(wantY[i]))) << "y " << i;
+      else EXPECT_EQ(y[i], wantY[i]) << "y " << i;
+    }
+    const std::int64_t oh = (v[2] - v[4]) / v[5] + 1, ow = (v[3] - v[4]) / v[5] + 1;
+    auto dx = netops::pool2dGrad(host(tc.floats("dy"), {v[0], v[1], oh, ow}), x, v[4], v[5], average).toVector<float>();
+    const auto& wantDx = tc.field("dx");
+    ASSERT_EQ(dx.size(), wantDx.size());
+    for (std::size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], wantDx[i], 1e-6 * (1 + std::fabs(wantDx[i]))) << "dx " << i;
+  }
+  EXPECT_GE(count, 10);
+}
+
+TEST(Pool2d, BadInput) {
+  Tensor x = host(randomFloats(Key{1, 1}, 2 * 3 * 6 * 5), {2, 3, 6, 5});
+  Tensor dy = host(randomFloats(Key{2, 2}, 2 * 3 * 3 * 2), {2, 3, 3, 2});  // size 2, stride 2
+  {
+    const char* fn = "gizml::netops::pool2d";
+    EXPECT_NO_THROW(netops::pool2d(x, 2, 2, false));
+    expectThrowsNaming([&] { netops::pool2d(x.to(DType::BF16), 2, 2, false); }, fn, "x");
+    expectThrowsNaming([&] { netops::pool2d(x.reshape({6, 6, 5}), 2, 2, false); }, fn, "x");
+    expectThrowsNaming([&] { netops::pool2d(Tensor(), 2, 2, false); }, fn, "x");
+    expectThrowsNaming([&] { netops::pool2d(x, 0, 2, true); }, fn, "size");
+    expectThrowsNaming([&] { netops::pool2d(x, -3, 2, true); }, fn, "size");
+    expectThrowsNaming([&] { netops::pool2d(x, 6, 1, true); }, fn, "size");  // 6 > w = 5
+    expectThrowsNaming([&] { netops::pool2d(x, 2, 0, true); }, fn, "stride");
+    expectThrowsNaming([&] { netops::pool2d(x, 2, -1, false); }, fn, "stride");
+  }
+  {
+    const char* fn = "gizml::netops::pool2dGrad";
+    EXPECT_NO_THROW(netops::pool2dGrad(dy, x, 2, 2, false));
+    expectThrowsNaming([&] { netops::pool2dGrad(dy, x, 2, 1, false); }, fn, "dy");  // [2, 3, 5, 4] expected
+    expectThrowsNaming([&] { netops::pool2dGrad(dy.reshape({6, 6}), x, 2, 2, false); }, fn, "dy");
+    expectThrowsNaming([&] { netops::pool2dGrad(dy.to(DType::F64), x, 2, 2, false); }, fn, "dy");
+    expectThrowsNaming([&] { netops::pool2dGrad(dy, x.to(DType::F16), 2, 2, false); }, fn, "x");
+    expectThrowsNaming([&] { netops::pool2dGrad(dy, x, 7, 2, true); }, fn, "size");
+    expectThrowsNaming([&] { netops::pool2dGrad(dy, x, 2, 0, true); }, fn, "stride");
+  }
+}
+
+// ---- the formulas the GPU runs, run here ---------------------------------------------------------------
+
+TEST(PoolFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
+  // cuda.cu's kernels, one window or element at a time on the host (float lanes, the kernels'
+  // index arithmetic): where no GPU is present, this still checks the formulas the GPU runs,
+  // among them the gather that the host's per-plane scatter replaces.
+  namespace pool = gizml::netops::pool;
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    auto x = withSpecials(Key{20, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c);
+    auto dy = randomFloats(Key{21, static_cast<std::uint32_t>(c.h)}, c.outCount());
+    const pool::Geometry g{c.n * c.c, c.h, c.w, c.size, c.stride, c.oh(), c.ow()};
+    const float factor = static_cast<float>(1.0 / static_cast<double>(c.size * c.size));
+    auto windowAt = [&](std::int64_t e) {
+      const std::int64_t ox = e % g.ow, oy = (e / g.ow) % g.oh, plane = e / (g.ow * g.oh);
+      return pool::Window{x.data() + (plane * g.h + oy * g.stride) * g.w + ox * g.stride, g.w};
+    };
+    std::vector<std::int64_t> argmax(c.outCount());
+    for (std::int64_t e = 0; e < c.outCount(); ++e) argmax[e] = pool::poolArgmax(windowAt(e), g.size);
+    for (bool average : {false, true}) {
+      SCOPED_TRACE(average ? "average" : "max");
+      std::vector<float> got(c.outCount()), want(got.size());
+      for (std::int64_t e = 0; e < c.outCount(); ++e)
+        got[e] = average ? pool::poolMeanOf<float>(windowAt(e), g.size, factor) : pool::poolMaxOf<float>(windowAt(e), g.size);
+      ref::pool2d(x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
+      EXPECT_TRUE(sameBits(got, want)) << "pool2d";
+      got.assign(c.count(), 0.0f);
+      want.assign(c.count(), 0.0f);
+      for (std::int64_t e = 0; e < c.count(); ++e) {
+        const std::int64_t xx = e % g.w, y = (e / g.w) % g.h, plane = e / (g.w * g.h);
+        got[e] = pool::poolGradAt(dy.data(), average ? nullptr : argmax.data(), g, average, factor, plane, y, xx);
+      }
+      ref::pool2dGrad(dy.data(), x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
+      EXPECT_TRUE(sameBits(got, want)) << "pool2dGrad";
+    }
+  }
+}
+
+// ---- the GPU = the host, bit for bit ----------------------------------------------------------------
+
+TEST(PoolCuda, EveryOpEqualsTheHost) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    Tensor x = host(withSpecials(Key{10, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c), {c.n, c.c, c.h, c.w});
+    Tensor dy = host(randomFloats(Key{11, static_cast<std::uint32_t>(c.h)}, c.outCount()), {c.n, c.c, c.oh(), c.ow()});
+    Tensor xd = x.to(gpu), dyd = dy.to(gpu);
+    for (bool average : {false, true}) {
+      Tensor yd = netops::pool2d(xd, c.size, c.stride, average);
+      EXPECT_EQ(yd.device(), gpu);
+      EXPECT_TRUE(sameBits(yd.toVector<float>(), netops::pool2d(x, c.size, c.stride, average).toVector<float>()))
+          << (average ? "average" : "max");
+      EXPECT_TRUE(sameBits(netops::pool2dGrad(dyd, xd, c.size, c.stride, average).toVector<float>(),
+                           netops::pool2dGrad(dy, x, c.size, c.stride, average).toVector<float>()))
+          << "grad " << (average ? "average" : "max");
+    }
+  }
+}
+
+TEST(PoolCuda, MixedDevicesAreAnError) {
+  GIZML_NEED_GPU();
+  Tensor x = host(randomFloats(Key{1, 1}, 2 * 3 * 6 * 5), {2, 3, 6, 5});
+  Tensor dy = host(randomFloats(Key{2, 2}, 2 * 3 * 3 * 2), {2, 3, 3, 2});
+  expectThrowsNaming([&] { netops::pool2dGrad(dy, x.to(Device::cuda(0)), 2, 2, false); }, "gizml::netops::pool2dGrad",
+                     "dy");
+}
