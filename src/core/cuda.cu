@@ -56,14 +56,14 @@ namespace {
 
 // One thread a Philox counter: the words 4 g .. 4 g + 3.
 __global__ void fillUniformKernel(float* out, std::int64_t n, std::uint32_t k0, std::uint32_t k1) {
-  std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::int64_t g = detail::globalThread();
   if (4 * g >= n) return;
   exact::Philox4 w = exact::drawGroup(k0, k1, static_cast<std::uint64_t>(g));
   for (int j = 0; j < 4 && 4 * g + j < n; ++j) out[4 * g + j] = exact::uniformOfWord(w.v[j]);
 }
 
 __global__ void fillNormalKernel(float* out, std::int64_t n, std::uint32_t k0, std::uint32_t k1) {
-  std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::int64_t g = detail::globalThread();
   if (4 * g >= n) return;
   exact::Philox4 w = exact::drawGroup(k0, k1, static_cast<std::uint64_t>(g));
   float v[4];

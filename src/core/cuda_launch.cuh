@@ -23,6 +23,11 @@ inline void checkLaunch(const char* function) { cudaCheck(cudaGetLastError(), fu
 inline void useDevice(int device, const char* function) { cudaCheck(cudaSetDevice(device), function); }
 
 #if defined(__CUDACC__)
+/// This thread's index in a one-dimensional launch, as a 64-bit integer.
+__device__ __forceinline__ std::int64_t globalThread() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
 /// sum16's tree on a half-warp: lane i adds lane i ^ h for h = 8, 4, 2, 1, which is the SPEC's
 /// lane[i] += lane[i + h] for i < h (addition is commutative); every lane ends with lane 0's value.
 __device__ __forceinline__ float halfWarpTree(float v, unsigned mask) {

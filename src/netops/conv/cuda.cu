@@ -9,15 +9,12 @@
 namespace gizml::netops::conv::cuda {
 
 using detail::checkLaunch;
+using detail::globalThread;
 using detail::gridFor;
 
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ std::int64_t globalThread() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 __global__ void im2colKernel(const float* x, Geometry2d g, std::int64_t total, float* cols) {
   const std::int64_t e = globalThread();

@@ -170,7 +170,7 @@ void launchGemm(DType compute, std::int64_t m, std::int64_t n, std::int64_t k, D
 
 // ---- epilogue and patches ---------------------------------------------------------------------------
 __global__ void epilogueKernel(const float* c, std::int64_t rows, std::int64_t cols, Epilogue e, void* out, int outKind) {
-  const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t idx = detail::globalThread();
   if (idx >= rows * cols) return;
   const float v = applyEpilogue(e, c[idx], idx / cols, idx % cols, cols);
   if (outKind == 0) static_cast<float*>(out)[idx] = v;
@@ -180,7 +180,7 @@ __global__ void epilogueKernel(const float* c, std::int64_t rows, std::int64_t c
 __global__ void patchRowsKernel(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh,
                                 std::int64_t kw, std::int64_t pad, std::int64_t r0, std::int64_t r1, void* out, bool bf16) {
   const std::int64_t ow = w + 2 * pad - kw + 1, cols = (r1 - r0) * ow;
-  const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t idx = detail::globalThread();
   if (idx >= c * kh * kw * cols) return;
   const std::int64_t q = idx / cols, pix = idx % cols;
   PatchB<false> patch{x, h, w, kh, kw, pad, ow};

@@ -9,15 +9,12 @@
 namespace gizml::netops::pool::cuda {
 
 using detail::checkLaunch;
+using detail::globalThread;
 using detail::gridFor;
 
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ std::int64_t globalThread() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 /// Window e = (plane, oy, ox)'s top-left element.
 __device__ __forceinline__ const float* windowAt(const float* x, const Geometry& g, std::int64_t e) {

@@ -97,7 +97,7 @@ __global__ void layerNormGradDxKernel(const float* dy, const float* x, const flo
 // One thread a column: its chain over the rows in order.
 __global__ void layerNormGradColumnsKernel(const float* dy, const float* x, const float* mean, const float* rstd,
                                            std::int64_t rows, std::int64_t n, float* dweight, float* dbias) {
-  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t j = detail::globalThread();
   if (j >= n) return;
   float accW = 0.0f, accB = 0.0f;
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -141,7 +141,7 @@ __global__ void argmaxKernel(const float* x, std::int64_t rows, std::int64_t n, 
 // One thread a Philox counter: elements 4 g .. 4 g + 3.
 __global__ void dropoutKernel(const float* x, std::int64_t count, std::uint32_t k0, std::uint32_t k1, float p,
                               float factor, float* y) {
-  const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t g = detail::globalThread();
   if (4 * g >= count) return;
   exact::Philox4 w = exact::drawGroup(k0, k1, static_cast<std::uint64_t>(g));
   for (int j = 0; j < 4 && 4 * g + j < count; ++j)
