@@ -2,7 +2,7 @@
 // rows, and a register-blocked micro-kernel runs MR x NR accumulators over a block of KC steps.
 // Between k blocks the accumulators are stored to C and loaded again, which is exact, so every
 // element of C is one fma chain over k = 0, 1, ..., k - 1 (SPEC §1.3 `chain`). Threads split the
-// rows of C; k is never split.
+// columns of a block of C; k is never split.
 #include <omp.h>
 
 #include <algorithm>
@@ -22,15 +22,15 @@ namespace {
 // Register block: MR rows x NRV vectors of 16 columns. AVX-512 has 32 vector registers: 14 x 2
 // accumulators + 2 of B + 1 broadcast. With 16 (AVX2: each f32x16 is two) a smaller block.
 #if defined(__AVX512F__)
-constexpr int MR = 14;
-constexpr int NRV = 2;
+constexpr int MR = 6;
+constexpr int NRV = 4;
 #else
 constexpr int MR = 6;
 constexpr int NRV = 1;
 #endif
 constexpr int NR = 16 * NRV;
-constexpr std::int64_t KC = 256;   // k steps a block: a B micro-panel (KC x NR) stays in L1
-constexpr std::int64_t MC = MR * 12;  // rows of A packed at a time (L2)
+constexpr std::int64_t KC = 256;       // k steps a block (128 and 192 measured slower here)
+constexpr std::int64_t MC = MR * 40;  // rows of A packed at a time (L2)
 constexpr std::int64_t NC = 2048;  // columns of B packed at a time (shared by the threads)
 
 /// The micro-kernel: c[MR x NR] (row stride ldc) = its chain continued over kc steps of the
@@ -43,10 +43,13 @@ inline void microKernel(std::int64_t kc, const float* __restrict ap, const float
       if (load) std::memcpy(&acc[i][v], c + i * ldc + 16 * v, sizeof(f32x16));
       else acc[i][v] = f32x16{};
     }
+#pragma GCC unroll 4
   for (std::int64_t p = 0; p < kc; ++p) {
+    __builtin_prefetch(bp + (p + 8) * NR);
+    __builtin_prefetch(ap + (p + 8) * MR);
     f32x16 b[NRV];
     for (int v = 0; v < NRV; ++v) std::memcpy(&b[v], bp + p * NR + 16 * v, sizeof(f32x16));
-#pragma GCC unroll 14
+#pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       f32x16 ai = exact::splat(ap[p * MR + i]);
       for (int v = 0; v < NRV; ++v) acc[i][v] = exact::fmaLane(ai, b[v], acc[i][v]);
@@ -113,53 +116,39 @@ void gemmHost(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, st
   }
   const std::int64_t ncMax = std::min(NC, (n + NR - 1) / NR * NR);
   const std::int64_t kcMax = std::min(KC, k);
-  const std::int64_t rowPanels = (m + MR - 1) / MR;
+  const std::int64_t mcMax = std::min(MC, (m + MR - 1) / MR * MR);
   std::vector<float> bPacked(static_cast<std::size_t>(ncMax * kcMax));
-  // Few rows (a convolution's output channels, a small batch): the threads share one packed A
-  // and split the columns instead of the rows.
-  const bool splitColumns = rowPanels * MR <= 2 * MC;
-  std::vector<float> aShared(splitColumns ? static_cast<std::size_t>(rowPanels * MR * kcMax) : 0);
+  std::vector<float> aPacked(static_cast<std::size_t>(mcMax * kcMax));
 
+  // The threads share each packed block of A and of B and split the block's column tiles: on a
+  // core whose two hardware threads share the caches, one copy of each block serves both.
 #pragma omp parallel
-  {
-    const int threads = omp_get_num_threads(), t = omp_get_thread_num();
-    // Row split: this thread's rows of C are a contiguous share of the MR-row panels.
-    const std::int64_t firstPanel = splitColumns ? 0 : rowPanels * t / threads;
-    const std::int64_t lastPanel = splitColumns ? rowPanels : rowPanels * (t + 1) / threads;
-    std::vector<float> aPacked(splitColumns ? 0 : static_cast<std::size_t>(MC * kcMax));
-    for (std::int64_t j0 = 0; j0 < n; j0 += NC) {
-      const std::int64_t nc = std::min(NC, n - j0);
-      const std::int64_t colTiles = (nc + NR - 1) / NR;
-      // Column split: this thread's share of the NR-column tiles.
-      const std::int64_t firstTile = splitColumns ? colTiles * t / threads : 0;
-      const std::int64_t lastTile = splitColumns ? colTiles * (t + 1) / threads : colTiles;
-      for (std::int64_t p0 = 0; p0 < k; p0 += KC) {
-        const std::int64_t kc = std::min(KC, k - p0);
-        const bool load = p0 > 0;  // the first block starts the chain from +0
-        packB(b, bsN, bsK, n, j0, nc, p0, kc, bPacked.data());  // omp for: a barrier after
-        if (splitColumns) {
+  for (std::int64_t j0 = 0; j0 < n; j0 += NC) {
+    const std::int64_t nc = std::min(NC, n - j0);
+    const std::int64_t colTiles = (nc + NR - 1) / NR;
+    for (std::int64_t p0 = 0; p0 < k; p0 += KC) {
+      const std::int64_t kc = std::min(KC, k - p0);
+      const bool load = p0 > 0;  // the first block starts the chain from +0
+      packB(b, bsN, bsK, n, j0, nc, p0, kc, bPacked.data());  // omp for: a barrier after
+      for (std::int64_t i0 = 0; i0 < m; i0 += MC) {
+        const std::int64_t mc = std::min(MC, m - i0);
+        const std::int64_t rowPanels = (mc + MR - 1) / MR;
 #pragma omp for schedule(static)
-          for (std::int64_t q = 0; q < rowPanels; ++q) packA(a, lda, m, q * MR, MR, p0, kc, aShared.data() + q * kc * MR);
-        }
-        for (std::int64_t panel = firstPanel; panel < lastPanel; panel += MC / MR) {
-          const std::int64_t i0 = panel * MR;
-          const std::int64_t mc = std::min<std::int64_t>(MC, (lastPanel - panel) * MR);
-          const float* aBlock = splitColumns ? aShared.data() + panel * kc * MR : aPacked.data();
-          if (!splitColumns) packA(a, lda, m, i0, mc, p0, kc, aPacked.data());
-          for (std::int64_t tile = firstTile; tile < lastTile; ++tile) {
-            const std::int64_t jr = tile * NR;
-            const float* bp = bPacked.data() + tile * kc * NR;
-            const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
-            for (std::int64_t ir = 0; ir < mc && i0 + ir < m; ir += MR) {
-              const float* ap = aBlock + (ir / MR) * kc * MR;
-              float* cTile = c + (i0 + ir) * ldc + j0 + jr;
-              const std::int64_t rows = std::min<std::int64_t>(MR, m - i0 - ir);
-              if (rows == MR && cols == NR) microKernel(kc, ap, bp, cTile, ldc, load);
-              else edgeKernel(kc, ap, bp, cTile, ldc, load, rows, cols);
-            }
+        for (std::int64_t q = 0; q < rowPanels; ++q)
+          packA(a, lda, m, i0 + q * MR, MR, p0, kc, aPacked.data() + q * kc * MR);
+#pragma omp for schedule(static)
+        for (std::int64_t tile = 0; tile < colTiles; ++tile) {
+          const std::int64_t jr = tile * NR;
+          const float* bp = bPacked.data() + tile * kc * NR;
+          const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
+          for (std::int64_t q = 0; q < rowPanels; ++q) {
+            const float* ap = aPacked.data() + q * kc * MR;
+            float* cTile = c + (i0 + q * MR) * ldc + j0 + jr;
+            const std::int64_t rows = std::min<std::int64_t>(MR, mc - q * MR);
+            if (rows == MR && cols == NR) microKernel(kc, ap, bp, cTile, ldc, load);
+            else edgeKernel(kc, ap, bp, cTile, ldc, load, rows, cols);
           }
-        }
-#pragma omp barrier  // every thread is done with the packed panels before they are packed again
+        }  // omp for: a barrier before A is packed again
       }
     }
   }
