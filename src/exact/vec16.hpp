@@ -95,20 +95,32 @@ inline bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(
 /// Lanes 0 .. 15 as an integer vector, for masking a row's last partial chunk.
 inline i32x16 laneIndex() { return i32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
 
-/// Loads min(count, 16) floats; the lanes past them are +0.
+/// Loads min(count, 16) floats; the lanes past them are +0 (and their memory is not read).
 inline f32x16 load16(const float* p, std::int64_t count) {
   f32x16 v;
   if (count >= 16) {
     std::memcpy(&v, p, sizeof v);
   } else {
+#if defined(__AVX512F__)
+    v = (f32x16)_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
+#else
     v = f32x16{};
     std::memcpy(&v, p, sizeof(float) * static_cast<std::size_t>(count));
+#endif
   }
   return v;
 }
 /// Stores min(count, 16) lanes.
 inline void store16(float* p, f32x16 v, std::int64_t count) {
-  std::memcpy(p, &v, sizeof(float) * static_cast<std::size_t>(count >= 16 ? 16 : count));
+  if (count >= 16) {
+    std::memcpy(p, &v, sizeof v);
+    return;
+  }
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1u), (__m512)v);
+#else
+  std::memcpy(p, &v, sizeof(float) * static_cast<std::size_t>(count));
+#endif
 }
 /// The lanes below `count` keep v; the others become +0 (a row's tail adds nothing).
 inline f32x16 keepFirst(f32x16 v, std::int64_t count) {

@@ -36,6 +36,20 @@ struct Windows16 {
   }
 };
 
+/// The offset i size + j of each of 16 windows' maximum: pool::poolArgmax's choice, per lane.
+exact::i32x16 argmax16(const Windows16& win, std::int64_t size) {
+  f32x16 best = win(0, 0);
+  exact::i32x16 at{};
+  for (std::int64_t i = 0; i < size; ++i)
+    for (std::int64_t j = 0; j < size; ++j) {
+      const f32x16 v = win(i, j);
+      const exact::i32x16 takes = pool::poolMaxTakes(v, best);
+      best = exact::select(takes, v, best);
+      at = takes ? exact::i32x16{} + static_cast<std::int32_t>(i * size + j) : at;
+    }
+  return at;
+}
+
 /// Threads split the output rows (plane, oy) of all planes; a row runs 16 windows at a time.
 void pool2dHost(const float* x, const pool::Geometry& g, bool average, float factor, float* y) {
   const std::int64_t lines = g.planes * g.oh;
@@ -63,8 +77,14 @@ void pool2dGradHost(const float* dy, const float* x, const pool::Geometry& g, bo
     const float* xp = x + plane * g.h * g.w;
     const float* dyp = dy + plane * g.oh * g.ow;
     std::fill(d, d + g.h * g.w, 0.0f);
+    exact::i32x16 maxOffsets{};
     for (std::int64_t oy = 0; oy < g.oh; ++oy)
       for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+        // The window maxima's offsets, 16 windows at a time (the adds below stay in window order).
+        if (!average && ox % 16 == 0)
+          maxOffsets = argmax16(Windows16{xp + oy * g.stride * g.w + ox * g.stride, g.w, g.stride,
+                                          g.ow - ox < 16 ? g.ow - ox : 16},
+                                g.size);
         const float grad = dyp[oy * g.ow + ox];
         const std::int64_t corner = oy * g.stride * g.w + ox * g.stride;
         if (average) {
@@ -72,7 +92,7 @@ void pool2dGradHost(const float* dy, const float* x, const pool::Geometry& g, bo
           for (std::int64_t i = 0; i < g.size; ++i)
             for (std::int64_t j = 0; j < g.size; ++j) d[corner + i * g.w + j] = d[corner + i * g.w + j] + share;
         } else {
-          const std::int64_t at = pool::poolArgmax(pool::Window{xp + corner, g.w}, g.size);
+          const std::int64_t at = maxOffsets[ox % 16];
           float& e = d[corner + (at / g.size) * g.w + at % g.size];
           e = e + grad;
         }
