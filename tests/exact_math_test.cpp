@@ -46,7 +46,7 @@ Sweep sweepAllFloats(Lanes lanes, Scalar scalar, Exact exact) {
     Sweep& mine = perThread[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(static)
     for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-      u32x16 bits = static_cast<std::uint32_t>(chunk * 16) + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+      u32x16 bits = gizml::exact::iota16(static_cast<std::uint32_t>(chunk * 16));
       f32x16 x = gizml::exact::fromBits(bits);
       f32x16 v = lanes(x);
       for (int l = 0; l < 16; ++l) {

@@ -1,6 +1,10 @@
-// The host's 16 float lanes (SPEC §1.3: "16 lanes"). One AVX-512 register, two AVX2 registers or
-// plain scalar code, as the compiler's target allows: the lanes are logical, so the result never
-// depends on the SIMD width. Host only (never included by a .cu file).
+// The host's 16 float lanes (SPEC §1.3: "16 lanes"). One AVX-512 register; without AVX-512, two
+// halves of 8 lanes (two AVX2 registers). The lanes are logical, so the result never depends on
+// the SIMD width. Host only (never included by a .cu file).
+//
+// With AVX-512 the lane types are GCC vectors of 64 bytes. Without it GCC would split such
+// vectors itself but turn comparisons and selects into 16 scalar operations, so there they are
+// small structs of two native 32-byte vectors with the same operators.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -15,66 +19,192 @@
 
 namespace gizml::exact {
 
+// Every helper here is inlined into its caller, so 16-lane values never pass through memory.
+#define GIZML_VEC inline __attribute__((always_inline))
+
+#if defined(__AVX512F__)
+
 using f32x16 = float __attribute__((vector_size(64)));
 using u32x16 = std::uint32_t __attribute__((vector_size(64)));
 using i32x16 = std::int32_t __attribute__((vector_size(64)));
 
 /// All 16 lanes v, bit for bit (-0 stays -0, which 0 + v would not keep).
-inline f32x16 splat(float v) {
-#if defined(__AVX512F__)
-  return (f32x16)_mm512_set1_ps(v);
-#else
-  f32x16 r;
-  for (int l = 0; l < 16; ++l) r[l] = v;
-  return r;
-#endif
-}
-template <>
-inline f32x16 broadcast<f32x16>(float v) {
-  return splat(v);
-}
-inline u32x16 toBits(f32x16 x) { return reinterpret_cast<u32x16&>(x); }
-inline f32x16 fromBits(u32x16 u) { return reinterpret_cast<f32x16&>(u); }
-inline f32x16 toFloat(i32x16 i) { return __builtin_convertvector(i, f32x16); }
-inline f32x16 toFloat(u32x16 u) { return __builtin_convertvector(u, f32x16); }
-inline f32x16 select(i32x16 m, f32x16 a, f32x16 b) { return m ? a : b; }
-inline u32x16 select(i32x16 m, u32x16 a, u32x16 b) { return m ? a : b; }
-inline i32x16 isNan(f32x16 x) { return x != x; }
-
+GIZML_VEC f32x16 splat(float v) { return (f32x16)_mm512_set1_ps(v); }
+GIZML_VEC u32x16 toBits(f32x16 x) { return reinterpret_cast<u32x16&>(x); }
+GIZML_VEC f32x16 fromBits(u32x16 u) { return reinterpret_cast<f32x16&>(u); }
+GIZML_VEC f32x16 toFloat(i32x16 i) { return __builtin_convertvector(i, f32x16); }
+GIZML_VEC f32x16 toFloat(u32x16 u) { return __builtin_convertvector(u, f32x16); }
+GIZML_VEC f32x16 select(i32x16 m, f32x16 a, f32x16 b) { return m ? a : b; }
+GIZML_VEC u32x16 select(i32x16 m, u32x16 a, u32x16 b) { return m ? a : b; }
+GIZML_VEC i32x16 select(i32x16 m, i32x16 a, i32x16 b) { return m ? a : b; }
 /// Each lane's fma(a, b, c), one rounding.
-inline f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
-#if defined(__AVX512F__)
+GIZML_VEC f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
   return (f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif defined(__FMA__)
-  f32x16 r;
-  __m256 lo = _mm256_fmadd_ps(_mm256_loadu_ps((const float*)&a), _mm256_loadu_ps((const float*)&b),
-                              _mm256_loadu_ps((const float*)&c));
-  __m256 hi = _mm256_fmadd_ps(_mm256_loadu_ps((const float*)&a + 8), _mm256_loadu_ps((const float*)&b + 8),
-                              _mm256_loadu_ps((const float*)&c + 8));
-  _mm256_storeu_ps((float*)&r, lo);
-  _mm256_storeu_ps((float*)&r + 8, hi);
-  return r;
-#else
-  f32x16 r;
-  for (int l = 0; l < 16; ++l) r[l] = fmaf(a[l], b[l], c[l]);
-  return r;
-#endif
 }
-
+/// base, base + 1, ..., base + 15.
+GIZML_VEC u32x16 iota16(std::uint32_t base) {
+  return base + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+}
+GIZML_VEC i32x16 laneIndex() { return i32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
+/// Lanes 0, 2, ..., 14 of a, then 0, 2, ..., 14 of b.
+GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+/// Four vectors of words (word j of counters g .. g + 15 in w[j]) rearranged by element: out[q]
+/// holds words 4 g' + j for the counters 4 q .. 4 q + 3, element order.
+GIZML_VEC void interleaveWords(const u32x16 w[4], u32x16 out[4]) {
+  const u32x16 w01lo = __builtin_shufflevector(w[0], w[1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const u32x16 w01hi = __builtin_shufflevector(w[0], w[1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const u32x16 w23lo = __builtin_shufflevector(w[2], w[3], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const u32x16 w23hi = __builtin_shufflevector(w[2], w[3], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  out[0] = __builtin_shufflevector(w01lo, w23lo, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+  out[1] = __builtin_shufflevector(w01lo, w23lo, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+  out[2] = __builtin_shufflevector(w01hi, w23hi, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+  out[3] = __builtin_shufflevector(w01hi, w23hi, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+}
 /// Each lane's 32x32 -> 64-bit product m * c, split into its high and low words (Philox).
-inline void mulHiLo(std::uint32_t m, u32x16 c, u32x16& hi, u32x16& lo) {
+GIZML_VEC void mulHiLo(std::uint32_t m, u32x16 c, u32x16& hi, u32x16& lo) {
   using u64x8 = std::uint64_t __attribute__((vector_size(64)));
-#if defined(__AVX512F__)
   __m512i mm = _mm512_set1_epi32(static_cast<int>(m));
   u64x8 even = (u64x8)_mm512_mul_epu32((__m512i)c, mm);                        // lanes 0, 2, ...
   u64x8 odd = (u64x8)_mm512_mul_epu32(_mm512_srli_epi64((__m512i)c, 32), mm);  // lanes 1, 3, ...
   hi = (u32x16)((even >> 32) | (odd & 0xffffffff00000000ull));
   lo = (u32x16)((even & 0xffffffffull) | (odd << 32));
+}
+
+#else  // no AVX-512: two halves of 8 lanes
+
+using f32x8 = float __attribute__((vector_size(32)));
+using u32x8 = std::uint32_t __attribute__((vector_size(32)));
+using i32x8 = std::int32_t __attribute__((vector_size(32)));
+
+struct u32x16;
+struct i32x16;
+
+// A 16-lane type made of two native halves: lanes 0 .. 7 in h[0], 8 .. 15 in h[1].
+#define GIZML_HALVES(T, H, S)                                                       \
+  H h[2];                                                                           \
+  T() = default;                                                                    \
+  T(H lo, H hi) : h{lo, hi} {}                                                      \
+  S operator[](int l) const { return h[l >> 3][l & 7]; }
+
+struct f32x16 {
+  GIZML_HALVES(f32x16, f32x8, float)
+};
+struct i32x16 {
+  GIZML_HALVES(i32x16, i32x8, std::int32_t)
+  explicit i32x16(const u32x16& u);
+};
+struct u32x16 {
+  GIZML_HALVES(u32x16, u32x8, std::uint32_t)
+  explicit u32x16(const i32x16& i) : h{(u32x8)i.h[0], (u32x8)i.h[1]} {}
+};
+GIZML_VEC i32x16::i32x16(const u32x16& u) : h{(i32x8)u.h[0], (i32x8)u.h[1]} {}
+#undef GIZML_HALVES
+
+// Element-wise operators, each on the two halves (scalars broadcast, on either side).
+#define GIZML_OP(T, S, R, op)                                                                            \
+  GIZML_VEC R operator op(const T& a, const T& b) { return R(a.h[0] op b.h[0], a.h[1] op b.h[1]); }        \
+  GIZML_VEC R operator op(const T& a, S s) { return R(a.h[0] op s, a.h[1] op s); }                          \
+  GIZML_VEC R operator op(S s, const T& b) { return R(s op b.h[0], s op b.h[1]); }
+#define GIZML_ARITH(T, S)   \
+  GIZML_OP(T, S, T, +)      \
+  GIZML_OP(T, S, T, -)      \
+  GIZML_OP(T, S, T, *)      \
+  GIZML_VEC T& operator+=(T& a, const T& b) { return a = a + b; } \
+  GIZML_VEC T& operator-=(T& a, const T& b) { return a = a - b; } \
+  GIZML_VEC T& operator*=(T& a, const T& b) { return a = a * b; }
+#define GIZML_COMPARE(T, S)     \
+  GIZML_OP(T, S, i32x16, ==)    \
+  GIZML_OP(T, S, i32x16, !=)    \
+  GIZML_OP(T, S, i32x16, <)     \
+  GIZML_OP(T, S, i32x16, <=)    \
+  GIZML_OP(T, S, i32x16, >)     \
+  GIZML_OP(T, S, i32x16, >=)
+#define GIZML_BITS(T, S)  \
+  GIZML_OP(T, S, T, &)    \
+  GIZML_OP(T, S, T, |)    \
+  GIZML_OP(T, S, T, ^)    \
+  GIZML_VEC T operator~(const T& a) { return T(~a.h[0], ~a.h[1]); } \
+  GIZML_VEC T operator>>(const T& a, int s) { return T(a.h[0] >> s, a.h[1] >> s); } \
+  GIZML_VEC T operator<<(const T& a, int s) { return T(a.h[0] << s, a.h[1] << s); }
+
+GIZML_ARITH(f32x16, float)
+GIZML_OP(f32x16, float, f32x16, /)
+GIZML_VEC f32x16& operator/=(f32x16& a, const f32x16& b) { return a = a / b; }
+GIZML_VEC f32x16 operator-(const f32x16& a) { return f32x16(-a.h[0], -a.h[1]); }
+GIZML_COMPARE(f32x16, float)
+GIZML_ARITH(i32x16, std::int32_t)
+GIZML_COMPARE(i32x16, std::int32_t)
+GIZML_BITS(i32x16, std::int32_t)
+GIZML_ARITH(u32x16, std::uint32_t)
+GIZML_BITS(u32x16, std::uint32_t)
+#undef GIZML_OP
+#undef GIZML_ARITH
+#undef GIZML_COMPARE
+#undef GIZML_BITS
+
+GIZML_VEC f32x16 splat(float v) {
+  const f32x8 h = {v, v, v, v, v, v, v, v};
+  return f32x16(h, h);
+}
+GIZML_VEC u32x16 toBits(f32x16 x) { return u32x16((u32x8)x.h[0], (u32x8)x.h[1]); }
+GIZML_VEC f32x16 fromBits(u32x16 u) { return f32x16((f32x8)u.h[0], (f32x8)u.h[1]); }
+GIZML_VEC f32x16 toFloat(i32x16 i) {
+  return f32x16(__builtin_convertvector(i.h[0], f32x8), __builtin_convertvector(i.h[1], f32x8));
+}
+GIZML_VEC f32x16 toFloat(u32x16 u) {
+  return f32x16(__builtin_convertvector(u.h[0], f32x8), __builtin_convertvector(u.h[1], f32x8));
+}
+GIZML_VEC f32x16 select(i32x16 m, f32x16 a, f32x16 b) {
+  return f32x16(m.h[0] ? a.h[0] : b.h[0], m.h[1] ? a.h[1] : b.h[1]);
+}
+GIZML_VEC u32x16 select(i32x16 m, u32x16 a, u32x16 b) {
+  return u32x16(m.h[0] ? a.h[0] : b.h[0], m.h[1] ? a.h[1] : b.h[1]);
+}
+GIZML_VEC i32x16 select(i32x16 m, i32x16 a, i32x16 b) {
+  return i32x16(m.h[0] ? a.h[0] : b.h[0], m.h[1] ? a.h[1] : b.h[1]);
+}
+/// Each lane's fma(a, b, c), one rounding.
+GIZML_VEC f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
+#if defined(__FMA__)
+  return f32x16((f32x8)_mm256_fmadd_ps((__m256)a.h[0], (__m256)b.h[0], (__m256)c.h[0]),
+                (f32x8)_mm256_fmadd_ps((__m256)a.h[1], (__m256)b.h[1], (__m256)c.h[1]));
 #else
-  lo = c * m;
-  for (int l = 0; l < 16; ++l) hi[l] = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * c[l]) >> 32);
+  f32x8 r[2];
+  for (int s = 0; s < 2; ++s)
+    for (int l = 0; l < 8; ++l) r[s][l] = fmaf(a.h[s][l], b.h[s][l], c.h[s][l]);
+  return f32x16(r[0], r[1]);
 #endif
 }
+GIZML_VEC u32x16 iota16(std::uint32_t base) {
+  return u32x16(base + u32x8{0, 1, 2, 3, 4, 5, 6, 7}, base + u32x8{8, 9, 10, 11, 12, 13, 14, 15});
+}
+GIZML_VEC i32x16 laneIndex() { return i32x16(i32x8{0, 1, 2, 3, 4, 5, 6, 7}, i32x8{8, 9, 10, 11, 12, 13, 14, 15}); }
+GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
+  return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),
+                __builtin_shufflevector(b.h[0], b.h[1], 0, 2, 4, 6, 8, 10, 12, 14));
+}
+GIZML_VEC void interleaveWords(const u32x16 w[4], u32x16 out[4]) {
+  std::uint32_t words[64];
+  for (int l = 0; l < 16; ++l)
+    for (int j = 0; j < 4; ++j) words[4 * l + j] = w[j][l];
+  std::memcpy(out, words, sizeof words);
+}
+GIZML_VEC void mulHiLo(std::uint32_t m, u32x16 c, u32x16& hi, u32x16& lo) {
+  lo = c * m;
+  std::uint32_t h[16];
+  for (int l = 0; l < 16; ++l) h[l] = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * c[l]) >> 32);
+  std::memcpy(&hi, h, sizeof h);
+}
+
+#endif  // __AVX512F__
+
+template <>
+GIZML_VEC f32x16 broadcast<f32x16>(float v) {
+  return splat(v);
+}
+GIZML_VEC i32x16 isNan(f32x16 x) { return x != x; }
 
 template <> struct LaneTypes<f32x16> {
   using U = u32x16;
@@ -83,20 +213,17 @@ template <> struct LaneTypes<f32x16> {
 
 /// Stores 16 lanes to 64-byte-aligned memory past the caches (a streaming store): for outputs
 /// far larger than the caches, it saves reading each line before writing it. Same bits as store16.
-inline void streamStore16(float* p, f32x16 v) {
+GIZML_VEC void streamStore16(float* p, f32x16 v) {
 #if defined(__AVX512F__)
   _mm512_stream_ps(p, (__m512)v);
 #else
   std::memcpy(p, &v, sizeof v);
 #endif
 }
-inline bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
-
-/// Lanes 0 .. 15 as an integer vector, for masking a row's last partial chunk.
-inline i32x16 laneIndex() { return i32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
+GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
 /// Loads min(count, 16) floats; the lanes past them are +0 (and their memory is not read).
-inline f32x16 load16(const float* p, std::int64_t count) {
+GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
   f32x16 v;
   if (count >= 16) {
     std::memcpy(&v, p, sizeof v);
@@ -111,7 +238,7 @@ inline f32x16 load16(const float* p, std::int64_t count) {
   return v;
 }
 /// Stores min(count, 16) lanes.
-inline void store16(float* p, f32x16 v, std::int64_t count) {
+GIZML_VEC void store16(float* p, f32x16 v, std::int64_t count) {
   if (count >= 16) {
     std::memcpy(p, &v, sizeof v);
     return;
@@ -123,8 +250,10 @@ inline void store16(float* p, f32x16 v, std::int64_t count) {
 #endif
 }
 /// The lanes below `count` keep v; the others become +0 (a row's tail adds nothing).
-inline f32x16 keepFirst(f32x16 v, std::int64_t count) {
+GIZML_VEC f32x16 keepFirst(f32x16 v, std::int64_t count) {
   return count >= 16 ? v : select(laneIndex() < static_cast<std::int32_t>(count), v, f32x16{});
 }
+
+#undef GIZML_VEC
 
 }  // namespace gizml::exact

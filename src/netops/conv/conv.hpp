@@ -19,7 +19,7 @@ GIZML_HD float loadLanes(const float* p, std::int64_t /*lanes*/, float) { return
 GIZML_HD float broadcastLanes(float v, float) { return v; }
 #if !defined(__CUDACC__)
 inline exact::f32x16 loadLanes(const float* p, std::int64_t lanes, exact::f32x16) { return exact::load16(p, lanes); }
-inline exact::f32x16 broadcastLanes(float v, exact::f32x16) { return v - exact::f32x16{}; }
+inline exact::f32x16 broadcastLanes(float v, exact::f32x16) { return exact::splat(v); }
 #endif
 
 // ---- im2col / col2im -------------------------------------------------------------------------------

@@ -28,11 +28,11 @@ struct Windows16 {
     if (stride == 2) {  // every other float of q[0 .. 2 lanes - 1)
       const std::int64_t span = 2 * lanes - 1;
       const f32x16 a = exact::load16(q, span), b = span > 16 ? exact::load16(q + 16, span - 16) : f32x16{};
-      return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      return exact::evenLanes(a, b);
     }
-    f32x16 v{};
+    float v[16];
     for (std::int64_t l = 0; l < lanes; ++l) v[l] = q[l * stride];
-    return v;
+    return exact::load16(v, lanes);
   }
 };
 
@@ -45,7 +45,7 @@ exact::i32x16 argmax16(const Windows16& win, std::int64_t size) {
       const f32x16 v = win(i, j);
       const exact::i32x16 takes = pool::poolMaxTakes(v, best);
       best = exact::select(takes, v, best);
-      at = takes ? exact::i32x16{} + static_cast<std::int32_t>(i * size + j) : at;
+      at = exact::select(takes, exact::i32x16{} + static_cast<std::int32_t>(i * size + j), at);
     }
   return at;
 }

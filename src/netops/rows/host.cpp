@@ -194,21 +194,14 @@ void dropoutHost(const float* x, std::int64_t count, Key key, float p, float fac
 #pragma omp parallel for schedule(static)
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::uint64_t g0 = static_cast<std::uint64_t>(step) * 16;
-    exact::u32x16 c0 = static_cast<std::uint32_t>(g0) + exact::u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    exact::u32x16 c0 = exact::iota16(static_cast<std::uint32_t>(g0));
     exact::u32x16 c1 = exact::u32x16{} + static_cast<std::uint32_t>(g0 >> 32);
     exact::u32x16 c2{}, c3{};
     exact::philoxRounds(key.k0, key.k1, c0, c1, c2, c3);
-    // Element 4 g + j takes word j of counter g: interleave the four word vectors so that vector
-    // q holds elements 16 q .. 16 q + 15 (counters 4 q .. 4 q + 3).
-    exact::u32x16 w01lo = __builtin_shufflevector(c0, c1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    exact::u32x16 w01hi = __builtin_shufflevector(c0, c1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    exact::u32x16 w23lo = __builtin_shufflevector(c2, c3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    exact::u32x16 w23hi = __builtin_shufflevector(c2, c3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const exact::u32x16 words[4] = {
-        __builtin_shufflevector(w01lo, w23lo, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23),
-        __builtin_shufflevector(w01lo, w23lo, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31),
-        __builtin_shufflevector(w01hi, w23hi, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23),
-        __builtin_shufflevector(w01hi, w23hi, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31)};
+    // Element 4 g + j takes word j of counter g: vector q holds elements 16 q .. 16 q + 15.
+    const exact::u32x16 byWord[4] = {c0, c1, c2, c3};
+    exact::u32x16 words[4];
+    exact::interleaveWords(byWord, words);
     const std::int64_t base = step * 64;
     for (int q = 0; q < 4 && base + 16 * q < count; ++q) {
       const std::int64_t i = base + 16 * q;
