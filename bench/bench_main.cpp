@@ -1,0 +1,55 @@
+// gizml_bench's main: the console table, then each op's bytes/s as a share of the copy measured
+// just before it in the same run (the copies are registered first in each group: BM_Copy for the
+// row ops, BM_PoolCopy for pooling), so the ratio to the machine's bandwidth is printed, not
+// left to the reader.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+class CopyRatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      auto it = r.counters.find("bytes_per_second");
+      if (it == r.counters.end() || r.error_occurred) continue;
+      const std::string name = r.benchmark_name();
+      if (name.find("Copy") != std::string::npos) {
+        copyName_ = name;
+        copyRate_ = it->second.value;
+      } else if (copyRate_ > 0) {
+        lines_.push_back({name, it->second.value / copyRate_, copyName_});
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nbytes/s as a share of the copy measured before it in this run:\n");
+    for (const auto& l : lines_) std::printf("  %-58s %6.1f%%  of %s\n", l.name.c_str(), 100 * l.ratio, l.copy.c_str());
+  }
+
+ private:
+  struct Line {
+    std::string name;
+    double ratio;
+    std::string copy;
+  };
+  std::string copyName_;
+  double copyRate_ = 0;
+  std::vector<Line> lines_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  CopyRatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
