@@ -231,6 +231,23 @@ TEST(Tensor, ErrorsNameFunctionAndArgument) {
   EXPECT_THROW(gizml::setThreads(0), gizml::Error);
 }
 
+TEST(Tensor, FreedHostMemoryIsCachedAndCanBeReleased) {
+  gizml::releaseCachedHostMemory();
+  EXPECT_EQ(gizml::cachedHostBytes(), 0u);
+  const void* first;
+  {
+    Tensor t = Tensor::empty({1 << 20});  // 4 MiB
+    first = t.raw();
+  }
+  EXPECT_GE(gizml::cachedHostBytes(), 4u << 20);
+  Tensor again = Tensor::empty({1 << 20});
+  EXPECT_EQ(again.raw(), first) << "the same size reuses the cached block";
+  EXPECT_EQ(gizml::cachedHostBytes(), 0u);
+  again = Tensor();
+  gizml::releaseCachedHostMemory();
+  EXPECT_EQ(gizml::cachedHostBytes(), 0u);
+}
+
 TEST(Tensor, NoGpuMeansAClearError) {
   if (gizml::gpuCount() > 0) GTEST_SKIP() << "skipped: a GPU is present (this checks the no-GPU path)";
   try {

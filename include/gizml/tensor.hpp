@@ -2,6 +2,7 @@
 // shared between views.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +16,11 @@
 namespace gizml {
 
 using Shape = std::vector<std::int64_t>;
+
+/// Host memory freed by tensors is kept (up to 2 GiB) and reused for the next tensor of the same
+/// size, so ops run in a loop do not page-fault. These report and return it.
+std::size_t cachedHostBytes();
+void releaseCachedHostMemory();
 std::string shapeString(const Shape& s);  // "[2, 3]"
 
 namespace detail {

@@ -1,4 +1,5 @@
 #include "core/host_memory.hpp"
+#include "gizml/tensor.hpp"
 
 #include <sys/mman.h>
 
@@ -74,4 +75,15 @@ void hostTrimCache() noexcept {
   c.cached = 0;
 }
 
+std::size_t hostCachedBytes() noexcept {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> g(c.lock);
+  return c.cached;
+}
+
 }  // namespace gizml::detail
+
+namespace gizml {
+std::size_t cachedHostBytes() { return detail::hostCachedBytes(); }
+void releaseCachedHostMemory() { detail::hostTrimCache(); }
+}  // namespace gizml

@@ -9,7 +9,9 @@ namespace gizml::detail {
 
 void* hostAllocate(std::size_t bytes);
 void hostRelease(void* p, std::size_t bytes) noexcept;
-/// Returns every cached block to the system (tests, and callers that want the memory back).
+/// Returns every cached block to the system.
 void hostTrimCache() noexcept;
+/// Bytes held in the cache now.
+std::size_t hostCachedBytes() noexcept;
 
 }  // namespace gizml::detail
