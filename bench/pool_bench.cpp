@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "bench_support.hpp"
 #include "gizml/gizml.hpp"
 
 using gizml::Device;
@@ -17,15 +18,6 @@ using gizml::Tensor;
 namespace netops = gizml::netops;
 
 namespace {
-
-Device poolBenchDevice() {
-  const char* d = std::getenv("GIZML_BENCH_DEVICE");
-  return d && std::string(d) == "cuda" ? Device::cuda(0) : Device::host();
-}
-
-void poolFinish(const Device& d) {
-  if (d.isCuda()) gizml::Gpu::open(d.index).synchronize();
-}
 
 // Arguments: n, c, h, w (and size, stride for the pooling runs).
 gizml::Shape imageShape(const benchmark::State& state) {
@@ -40,7 +32,7 @@ double outBytes(const benchmark::State& state) {
 
 // A copy of the image's bytes (reads and writes them once each), threads splitting it.
 void BM_PoolCopy(benchmark::State& state) {
-  const Device d = poolBenchDevice();
+  const Device d = gizml::bench::benchDevice();
   const gizml::Shape s = imageShape(state);
   Tensor src = Tensor::uniform(Key{1, 1}, s, d);
   Tensor dst = Tensor::zeros(s, gizml::DType::F32, d);
@@ -55,30 +47,30 @@ void BM_PoolCopy(benchmark::State& state) {
     } else {
       dst.copyFrom(src);
     }
-    poolFinish(d);
+    gizml::bench::finish(d);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(2.0 * bytes) * state.iterations());
 }
 
 void BM_Pool2d(benchmark::State& state, bool average) {
-  const Device d = poolBenchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, imageShape(state), d);
   for (auto _ : state) {
     Tensor y = netops::pool2d(x, state.range(4), state.range(5), average);
-    poolFinish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(y.raw());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(x.bytes() + outBytes(state)) * state.iterations());
 }
 
 void BM_Pool2dGrad(benchmark::State& state, bool average) {
-  const Device d = poolBenchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, imageShape(state), d);
   Tensor dy = netops::pool2d(x, state.range(4), state.range(5), average);
   for (auto _ : state) {
     Tensor dx = netops::pool2dGrad(dy, x, state.range(4), state.range(5), average);
-    poolFinish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(dx.raw());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(2.0 * x.bytes() + outBytes(state)) * state.iterations());

@@ -11,6 +11,7 @@
 
 #include "exact/math.hpp"
 #include "exact/vec16.hpp"
+#include "bench_support.hpp"
 #include "gizml/gizml.hpp"
 
 using gizml::Device;
@@ -20,15 +21,6 @@ namespace netops = gizml::netops;
 
 namespace {
 
-Device benchDevice() {
-  const char* d = std::getenv("GIZML_BENCH_DEVICE");
-  return d && std::string(d) == "cuda" ? Device::cuda(0) : Device::host();
-}
-
-void finish(const Device& d) {
-  if (d.isCuda()) gizml::Gpu::open(d.index).synchronize();
-}
-
 void setBytes(benchmark::State& state, double bytesPerIteration) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytesPerIteration) * state.iterations());
 }
@@ -36,7 +28,7 @@ void setBytes(benchmark::State& state, double bytesPerIteration) {
 // A copy of `bytes` from one buffer to another (reads and writes `bytes` each).
 void BM_Copy(benchmark::State& state) {
   const std::size_t bytes = static_cast<std::size_t>(state.range(0)) * static_cast<std::size_t>(state.range(1)) * 4;
-  const Device d = benchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor src = Tensor::uniform(Key{1, 1}, {state.range(0), state.range(1)}, d);
   Tensor dst = Tensor::zeros({state.range(0), state.range(1)}, gizml::DType::F32, d);
   for (auto _ : state) {
@@ -50,7 +42,7 @@ void BM_Copy(benchmark::State& state) {
     } else {
       dst.copyFrom(src);
     }
-    finish(d);
+    gizml::bench::finish(d);
     benchmark::ClobberMemory();
   }
   setBytes(state, 2.0 * bytes);
@@ -58,12 +50,12 @@ void BM_Copy(benchmark::State& state) {
 
 void BM_LayerNorm(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
-  const Device d = benchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   Tensor w = Tensor::normal(Key{3, 3}, {n}, d), b = Tensor::normal(Key{4, 4}, {n}, d);
   for (auto _ : state) {
     auto out = netops::layerNorm(x, w, b, 1e-5);
-    finish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(out.y.raw());
   }
   setBytes(state, 2.0 * rows * n * 4);  // x in, y out
@@ -71,13 +63,13 @@ void BM_LayerNorm(benchmark::State& state) {
 
 void BM_LayerNormGrad(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
-  const Device d = benchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d), dy = Tensor::normal(Key{5, 5}, {rows, n}, d);
   Tensor w = Tensor::normal(Key{3, 3}, {n}, d), b = Tensor::normal(Key{4, 4}, {n}, d);
   auto fwd = netops::layerNorm(x, w, b, 1e-5);
   for (auto _ : state) {
     auto g = netops::layerNormGrad(dy, x, w, fwd.mean, fwd.rstd);
-    finish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(g.dx.raw());
   }
   setBytes(state, 3.0 * rows * n * 4);  // dy and x in, dx out (the column pass reads them again)
@@ -85,11 +77,11 @@ void BM_LayerNormGrad(benchmark::State& state) {
 
 void BM_Dropout(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
-  const Device d = benchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   for (auto _ : state) {
     Tensor y = x.dropout(Key{6, 6}, 0.1);
-    finish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(y.raw());
   }
   setBytes(state, 2.0 * rows * n * 4);
@@ -103,12 +95,12 @@ std::vector<std::int64_t> labelsFor(std::int64_t rows, std::int64_t classes) {
 
 void BM_CrossEntropyRows(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
-  const Device d = benchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   auto labels = labelsFor(rows, n);
   for (auto _ : state) {
     Tensor l = netops::crossEntropyRows(x, labels);
-    finish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(l.raw());
   }
   setBytes(state, 1.0 * rows * n * 4);
@@ -117,12 +109,12 @@ void BM_CrossEntropyRows(benchmark::State& state) {
 
 void BM_CrossEntropyGrad(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
-  const Device d = benchDevice();
+  const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   auto labels = labelsFor(rows, n);
   for (auto _ : state) {
     Tensor g = netops::crossEntropyGrad(x, labels, 1.0);
-    finish(d);
+    gizml::bench::finish(d);
     benchmark::DoNotOptimize(g.raw());
   }
   setBytes(state, 2.0 * rows * n * 4);
