@@ -22,5 +22,9 @@ struct Device {
 int gpuCount();
 /// True when this library was built with its CUDA kernels.
 bool builtWithCuda();
+/// Why gpuCount() is 0, in CUDA's own words ("cudaGetDeviceCount: cudaErrorNoDevice: no CUDA-capable
+/// device is detected", or a driver older than the runtime: cudaErrorInsufficientDriver), or "gizml
+/// was built without CUDA". Empty when a GPU is usable.
+std::string noGpuReason();
 
 }  // namespace gizml

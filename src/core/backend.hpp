@@ -12,7 +12,8 @@
 
 namespace gizml::detail {
 
-int cudaDeviceCount();
+/// The GPUs CUDA reports; when it reports an error, 0, with `problem` set to CUDA's own words.
+int cudaDeviceCount(std::string& problem);
 void* cudaAllocate(int device, std::size_t bytes);
 void cudaRelease(int device, void* p) noexcept;
 /// Copies between any two of host and GPU memory, then waits for the copy.

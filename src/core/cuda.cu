@@ -15,12 +15,16 @@ void cudaCheck(int status, const char* function) {
   throw Error(std::string(function) + ": CUDA error: " + cudaGetErrorString(static_cast<cudaError_t>(status)));
 }
 
-int cudaDeviceCount() {
+int cudaDeviceCount(std::string& problem) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no GPU: clear the error, report none
+  const cudaError_t status = cudaGetDeviceCount(&n);
+  if (status != cudaSuccess) {
+    // No GPU, no driver, or a driver older than this runtime: keep CUDA's words, which tell them apart.
+    problem = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status);
+    cudaGetLastError();
     return 0;
   }
+  if (n == 0) problem = "cudaGetDeviceCount: no CUDA GPU is present";
   return n;
 }
 

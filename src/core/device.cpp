@@ -10,21 +10,35 @@ std::string Device::name() const { return isHost() ? "host" : "cuda:" + std::to_
 
 bool builtWithCuda() { return GIZML_HAS_CUDA != 0; }
 
-int gpuCount() {
+namespace {
+struct GpuDiscovery {
+  int count = 0;
+  std::string problem;
+};
+const GpuDiscovery& discovery() {
+  static const GpuDiscovery d = [] {
+    GpuDiscovery out;
 #if GIZML_HAS_CUDA
-  static const int count = detail::cudaDeviceCount();
-  return count;
+    out.count = detail::cudaDeviceCount(out.problem);
 #else
-  return 0;
+    out.problem = "gizml was built without CUDA";
 #endif
+    return out;
+  }();
+  return d;
 }
+}  // namespace
+
+int gpuCount() { return discovery().count; }
+
+std::string noGpuReason() { return discovery().count > 0 ? std::string() : discovery().problem; }
 
 Gpu Gpu::open(int index) {
   if (!builtWithCuda()) fail("gizml::Gpu::open", "", "gizml was built without CUDA");
   if (index < 0 || index >= gpuCount())
     fail("gizml::Gpu::open", "index",
          "expected a GPU in [0, " + std::to_string(gpuCount()) + "), got " + std::to_string(index) +
-             (gpuCount() == 0 ? " (no CUDA GPU is present)" : ""));
+             (gpuCount() == 0 ? " (" + noGpuReason() + ")" : ""));
   return {Device::cuda(index), nullptr};
 }
 
@@ -45,7 +59,7 @@ void noCuda(const std::string& function) {
 // A build without CUDA: no tensor can reach a GPU, so these are never called on the way of an op;
 // they exist so that code naming them links, and say why they cannot run.
 namespace gizml::detail {
-int cudaDeviceCount() { return 0; }
+int cudaDeviceCount(std::string&) { return 0; }
 void* cudaAllocate(int, std::size_t) { noCuda("gizml::Tensor"); }
 void cudaRelease(int, void*) noexcept {}
 void cudaCopy(void*, Device, const void*, Device, std::size_t) { noCuda("gizml::Tensor copy"); }

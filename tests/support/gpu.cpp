@@ -9,8 +9,7 @@ namespace gizml::test {
 
 std::string gpuUnavailableReason() {
   if (!builtWithCuda()) return "this build has no CUDA (nvcc was not found or GIZML_CUDA=OFF)";
-  if (gpuCount() == 0) return "no CUDA GPU is present on this machine";
-  return "";
+  return noGpuReason();  // CUDA's own words: no GPU, no driver, or a driver older than the runtime
 }
 
 bool gpuRequired() {
