@@ -8,26 +8,46 @@
 #include <string>
 
 #include "gizml/device.hpp"
+#include "gizml/gpu.hpp"
 #include "gizml/key.hpp"
 
 namespace gizml::detail {
 
 /// The GPUs CUDA reports; when it reports an error, 0, with `problem` set to CUDA's own words.
 int cudaDeviceCount(std::string& problem);
+/// Device memory, stream-ordered on the device's default stream (cudaMallocAsync from a pool that
+/// keeps what is freed), so a temporary freed right after its kernel is queued makes nobody wait.
 void* cudaAllocate(int device, std::size_t bytes);
 void cudaRelease(int device, void* p) noexcept;
-/// Copies between any two of host and GPU memory, then waits for the copy.
+/// Copies between any two of host and GPU memory, then waits for the copy. A copy to the host
+/// (a result read back) also turns the device's error flag into gizml::Error.
 void cudaCopy(void* dst, Device dstDevice, const void* src, Device srcDevice, std::size_t bytes);
+/// Queues a copy of host memory to the device on g's stream; `src` may be freed on return (it is
+/// staged first), and the host does not wait for the GPU.
+void cudaUploadAsync(const Gpu& g, void* dst, const void* src, std::size_t bytes);
 void cudaZero(int device, void* p, std::size_t bytes);
-void cudaSynchronize(int device, void* stream);
-void cudaFillUniform(int device, float* out, std::int64_t n, Key key);
-void cudaFillNormal(int device, float* out, std::int64_t n, Key key);
+/// Waits for the stream, then turns the device's error flag into gizml::Error.
+void cudaSynchronize(const Gpu& g);
+void cudaFillUniform(const Gpu& g, float* out, std::int64_t n, Key key);
+void cudaFillNormal(const Gpu& g, float* out, std::int64_t n, Key key);
 
-/// Throws when the CUDA call that returned `status` failed: "<function>: CUDA error: <text>".
+/// Throws when the CUDA call that returned `status` failed: "<function>: CUDA error <name>: <text>".
 void cudaCheck(int status, const char* function);
 
 /// The library was built without CUDA: a GPU path was asked for.
 [[noreturn]] void noCuda(const std::string& function);
+
+/// Test-only: out[i] = src[index[i]] for `count` indices held as F32 (the SPEC's row maps), on
+/// the GPU; an index outside [0, n) sets the device error flag ("gizml::detail::gatherForTest:
+/// index") and writes +0. It proves the flag's path from a kernel to gizml::Error.
+void cudaGatherForTest(const Gpu& g, const float* src, std::int64_t n, const float* index, std::int64_t count,
+                       float* out);
+
+/// a * b + c as the library's own compiler flags build it (tests/build_flags_test.cpp: it must not
+/// be fused into one fma).
+float hostMultiplyAdd(float a, float b, float c);
+/// The same on the GPU (device `device`), read back.
+float cudaMultiplyAdd(int device, float a, float b, float c);
 
 }  // namespace gizml::detail
 
@@ -36,11 +56,3 @@ void cudaCheck(int status, const char* function);
 #else
 #define GIZML_IF_CUDA(...) ::gizml::detail::noCuda(__func__)
 #endif
-
-namespace gizml::detail {
-/// a * b + c as the library's own compiler flags build it (tests/build_flags_test.cpp: it must not
-/// be fused into one fma).
-float hostMultiplyAdd(float a, float b, float c);
-/// The same on the GPU (device `device`), read back.
-float cudaMultiplyAdd(int device, float a, float b, float c);
-}  // namespace gizml::detail

@@ -1,6 +1,11 @@
-// The CUDA side of the core: device discovery, memory, copies, and the random fills.
+// The CUDA side of the core: device discovery, stream-ordered memory, copies, the device error
+// flag, the launch checks, and the random fills.
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <string>
 
 #include "core/backend.hpp"
@@ -12,7 +17,8 @@ namespace gizml::detail {
 
 void cudaCheck(int status, const char* function) {
   if (status == cudaSuccess) return;
-  throw Error(std::string(function) + ": CUDA error: " + cudaGetErrorString(static_cast<cudaError_t>(status)));
+  const auto e = static_cast<cudaError_t>(status);
+  throw Error(std::string(function) + ": CUDA error " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
 int cudaDeviceCount(std::string& problem) {
@@ -28,22 +34,120 @@ int cudaDeviceCount(std::string& problem) {
   return n;
 }
 
+// ---- memory -------------------------------------------------------------------------------------
+
+namespace {
+constexpr int kMaxDevices = 64;
+
+/// Once per device: whether it has stream-ordered memory pools (cudaMallocAsync), and if so its
+/// default pool keeps freed memory (release threshold: all of it), so stream-ordered allocations
+/// are reused instead of returned to the driver at each synchronisation.
+bool usesMemoryPool(int device) {
+  static std::once_flag once[kMaxDevices];
+  static bool pooled[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices) return false;
+  std::call_once(once[device], [device] {
+    int supported = 0;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !supported) {
+      cudaGetLastError();
+      return;
+    }
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    std::uint64_t keep = UINT64_MAX;
+    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    pooled[device] = true;
+  });
+  return pooled[device];
+}
+}  // namespace
+
 void* cudaAllocate(int device, std::size_t bytes) {
   cudaCheck(cudaSetDevice(device), "gizml::Tensor (cudaSetDevice)");
   void* p = nullptr;
-  cudaCheck(cudaMalloc(&p, bytes), "gizml::Tensor (cudaMalloc)");
+  // On the default stream: every op on tensors runs there, so the memory is ready in order.
+  if (usesMemoryPool(device)) cudaCheck(cudaMallocAsync(&p, bytes, cudaStreamLegacy), "gizml::Tensor (cudaMallocAsync)");
+  else cudaCheck(cudaMalloc(&p, bytes), "gizml::Tensor (cudaMalloc)");
   return p;
 }
 
 void cudaRelease(int device, void* p) noexcept {
   cudaSetDevice(device);
-  cudaFree(p);
+  // After the queued work that uses it; the host does not wait (cudaFree would).
+  if (usesMemoryPool(device)) cudaFreeAsync(p, cudaStreamLegacy);
+  else cudaFree(p);
 }
+
+// ---- the device error flag ----------------------------------------------------------------------------
+
+namespace {
+struct ErrorRecords {
+  std::mutex lock;
+  DeviceError* slot[kMaxDevices] = {};
+  std::atomic<bool> armed[kMaxDevices] = {};  // a checking kernel has run there: look at the record
+};
+ErrorRecords& errorRecords() {
+  static ErrorRecords* r = new ErrorRecords;  // never destroyed: tensors may be read back at exit
+  return *r;
+}
+
+/// Reads the device's record (the stream is synchronised by the caller); a failure becomes
+/// gizml::Error, and the record is cleared for the next one.
+void checkDeviceErrors(int device) {
+  ErrorRecords& r = errorRecords();
+  if (device < 0 || device >= kMaxDevices || !r.armed[device].load()) return;
+  DeviceError record;
+  cudaCheck(cudaMemcpy(&record, r.slot[device], sizeof record, cudaMemcpyDeviceToHost), "gizml: the device error flag");
+  if (record.code == 0) return;
+  cudaCheck(cudaMemset(r.slot[device], 0, sizeof record), "gizml: the device error flag");
+  throwDeviceError(record);
+}
+
+bool syncEachLaunch() {
+  static const bool on = [] {
+    const char* v = std::getenv("GIZML_CUDA_SYNC");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+}  // namespace
+
+ErrorFlag errorFlag(int device, unsigned launch) {
+  if (device < 0 || device >= kMaxDevices) throw Error("gizml: GPU " + std::to_string(device) + " is beyond the 64 gizml tracks");
+  ErrorRecords& r = errorRecords();
+  std::lock_guard<std::mutex> g(r.lock);
+  if (!r.slot[device]) {
+    void* p = nullptr;
+    cudaCheck(cudaMalloc(&p, sizeof(DeviceError)), "gizml: the device error flag (cudaMalloc)");
+    cudaCheck(cudaMemset(p, 0, sizeof(DeviceError)), "gizml: the device error flag (cudaMemset)");
+    r.slot[device] = static_cast<DeviceError*>(p);
+  }
+  r.armed[device].store(true);
+  return ErrorFlag{r.slot[device], launch};
+}
+
+void afterLaunch(const Gpu& g, const char* function) {
+  cudaCheck(cudaGetLastError(), function);
+  if (!syncEachLaunch()) return;
+  cudaCheck(cudaStreamSynchronize(streamOf(g)), function);
+  checkDeviceErrors(g.device.index);
+}
+
+// ---- copies and synchronisation ----------------------------------------------------------------------
 
 void cudaCopy(void* dst, Device dstDevice, const void* src, Device srcDevice, std::size_t bytes) {
   int device = dstDevice.isCuda() ? dstDevice.index : srcDevice.index;
   cudaCheck(cudaSetDevice(device), "gizml::Tensor copy (cudaSetDevice)");
   cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "gizml::Tensor copy (cudaMemcpy)");
+  if (dstDevice.isHost()) checkDeviceErrors(srcDevice.index);  // a result read back
+}
+
+void cudaUploadAsync(const Gpu& g, void* dst, const void* src, std::size_t bytes) {
+  useDevice(g.device.index, "gizml: an upload (cudaSetDevice)");
+  cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, streamOf(g)), "gizml: an upload (cudaMemcpyAsync)");
 }
 
 void cudaZero(int device, void* p, std::size_t bytes) {
@@ -51,65 +155,88 @@ void cudaZero(int device, void* p, std::size_t bytes) {
   cudaCheck(cudaMemset(p, 0, bytes), "gizml::Tensor::zeros (cudaMemset)");
 }
 
-void cudaSynchronize(int device, void* stream) {
-  cudaCheck(cudaSetDevice(device), "gizml::Gpu::synchronize (cudaSetDevice)");
-  cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "gizml::Gpu::synchronize");
+void cudaSynchronize(const Gpu& g) {
+  useDevice(g.device.index, "gizml::Gpu::synchronize (cudaSetDevice)");
+  cudaCheck(cudaStreamSynchronize(streamOf(g)), "gizml::Gpu::synchronize");
+  checkDeviceErrors(g.device.index);
 }
+
+// ---- kernels of the core ---------------------------------------------------------------------------------
 
 namespace {
 
-// One thread a Philox counter: the words 4 g .. 4 g + 3.
-__global__ void fillUniformKernel(float* out, std::int64_t n, std::uint32_t k0, std::uint32_t k1) {
-  std::int64_t g = detail::globalThread();
-  if (4 * g >= n) return;
-  exact::Philox4 w = exact::drawGroup(k0, k1, static_cast<std::uint64_t>(g));
-  for (int j = 0; j < 4 && 4 * g + j < n; ++j) out[4 * g + j] = exact::uniformOfWord(w.v[j]);
+struct FillArgs {
+  exact::Draw draw;
+  std::uint32_t k0, k1;
+  std::int64_t n;
+  float* out;
+};
+
+// One thread a Philox counter: the elements 4 g .. 4 g + 3.
+__global__ void fillKernel(const FillArgs a) {
+  const std::int64_t g = globalThread();
+  if (4 * g < a.n) exact::fillDrawGroup(a.draw, a.k0, a.k1, static_cast<std::uint64_t>(g), a.out, a.n);
 }
 
-__global__ void fillNormalKernel(float* out, std::int64_t n, std::uint32_t k0, std::uint32_t k1) {
-  std::int64_t g = detail::globalThread();
-  if (4 * g >= n) return;
-  exact::Philox4 w = exact::drawGroup(k0, k1, static_cast<std::uint64_t>(g));
-  float v[4];
-  exact::normalPair(w.v[0], w.v[1], &v[0], &v[1]);
-  exact::normalPair(w.v[2], w.v[3], &v[2], &v[3]);
-  for (int j = 0; j < 4 && 4 * g + j < n; ++j) out[4 * g + j] = v[j];
+void fill(const Gpu& g, exact::Draw draw, float* out, std::int64_t n, Key key, const char* function) {
+  if (n == 0) return;
+  launch(g, function, fillKernel, Grid::forItems((n + 3) / 4), FillArgs{draw, key.k0, key.k1, n, out});
 }
+
+struct GatherArgs {
+  const float* src;
+  std::int64_t n;
+  const float* index;
+  std::int64_t count;
+  float* out;
+};
+
+__global__ void gatherForTestKernel(const GatherArgs a, const ErrorFlag flag) {
+  const std::int64_t i = globalThread();
+  if (i >= a.count) return;
+  const float at = a.index[i];
+  // A float index: NaN and values past int64 are out of range too (compared as floats first).
+  const bool finite = at >= 0.0f && at < 9.2e18f;
+  const long long j = finite ? static_cast<long long>(at) : -1;
+  a.out[i] = flag.inRange(0, j, a.n) ? a.src[j] : 0.0f;
+}
+
+struct MultiplyAddArgs {
+  float a, b, c;
+  float* out;
+};
+__global__ void multiplyAddKernel(const MultiplyAddArgs a) { *a.out = a.a * a.b + a.c; }
 
 }  // namespace
 
-void cudaFillUniform(int device, float* out, std::int64_t n, Key key) {
-  if (n == 0) return;
-  cudaCheck(cudaSetDevice(device), "gizml::Tensor::uniform (cudaSetDevice)");
-  std::int64_t groups = (n + 3) / 4;
-  fillUniformKernel<<<gridFor(groups, 256), 256>>>(out, n, key.k0, key.k1);
-  checkLaunch("gizml::Tensor::uniform");
+void cudaFillUniform(const Gpu& g, float* out, std::int64_t n, Key key) {
+  fill(g, exact::Draw::Uniform, out, n, key, "gizml::Tensor::uniform");
 }
 
-void cudaFillNormal(int device, float* out, std::int64_t n, Key key) {
-  if (n == 0) return;
-  cudaCheck(cudaSetDevice(device), "gizml::Tensor::normal (cudaSetDevice)");
-  std::int64_t groups = (n + 3) / 4;
-  fillNormalKernel<<<gridFor(groups, 256), 256>>>(out, n, key.k0, key.k1);
-  checkLaunch("gizml::Tensor::normal");
+void cudaFillNormal(const Gpu& g, float* out, std::int64_t n, Key key) {
+  fill(g, exact::Draw::Normal, out, n, key, "gizml::Tensor::normal");
 }
 
-}  // namespace gizml::detail
-
-namespace gizml::detail {
-namespace {
-__global__ void multiplyAddKernel(float a, float b, float c, float* out) { *out = a * b + c; }
-}  // namespace
+void cudaGatherForTest(const Gpu& g, const float* src, std::int64_t n, const float* index, std::int64_t count,
+                       float* out) {
+  if (count == 0) return;
+  launchChecked(g, "gizml::detail::gatherForTest", {"index"}, gatherForTestKernel, Grid::forItems(count),
+                GatherArgs{src, n, index, count, out});
+}
 
 float cudaMultiplyAdd(int device, float a, float b, float c) {
-  cudaCheck(cudaSetDevice(device), "gizml::detail::cudaMultiplyAdd");
+  const Gpu g{Device::cuda(device), nullptr};
   float* d = static_cast<float*>(cudaAllocate(device, sizeof(float)));
-  multiplyAddKernel<<<1, 1>>>(a, b, c, d);
   float out = 0;
-  cudaError_t status = cudaGetLastError();
-  if (status == cudaSuccess) status = cudaMemcpy(&out, d, sizeof out, cudaMemcpyDeviceToHost);
+  try {
+    launch(g, "gizml::detail::cudaMultiplyAdd", multiplyAddKernel, Grid{1, 1}, MultiplyAddArgs{a, b, c, d});
+    cudaCopy(&out, Device::host(), d, Device::cuda(device), sizeof out);
+  } catch (...) {
+    cudaRelease(device, d);
+    throw;
+  }
   cudaRelease(device, d);
-  cudaCheck(status, "gizml::detail::cudaMultiplyAdd");
   return out;
 }
+
 }  // namespace gizml::detail

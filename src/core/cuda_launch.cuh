@@ -1,12 +1,20 @@
-// Small helpers every CUDA launcher uses.
+// The one path to a kernel. Every launcher takes a Gpu (device and stream) and an argument struct
+// that the host code, the launcher and the kernel share, and starts its kernel through launch() or
+// launchChecked(), which set the device and the stream, check that the launch started, and with
+// GIZML_CUDA_SYNC=1 in the environment synchronise and check after every launch (so a failing
+// kernel is named by the launch that ran it, not by a later read-back).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 
 #include "core/backend.hpp"
+#include "core/device_error.hpp"
 #include "gizml/error.hpp"
+#include "gizml/gpu.hpp"
 
 namespace gizml::detail {
 
@@ -17,25 +25,49 @@ inline unsigned gridFor(std::int64_t items, std::int64_t perBlock) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
-/// A launch that failed to start (bad configuration, no kernel image for this GPU) throws.
-inline void checkLaunch(const char* function) { cudaCheck(cudaGetLastError(), function); }
+/// A one-dimensional launch's shape.
+struct Grid {
+  unsigned blocks = 1;
+  unsigned threads = 256;
+  /// One thread an item, `threads` a block.
+  static Grid forItems(std::int64_t items, unsigned threads = 256) { return {gridFor(items, threads), threads}; }
+};
+
+inline cudaStream_t streamOf(const Gpu& g) { return static_cast<cudaStream_t>(g.stream); }
 
 inline void useDevice(int device, const char* function) { cudaCheck(cudaSetDevice(device), function); }
+
+/// After each launch: a launch that did not start (bad configuration, no kernel image for this
+/// GPU) throws naming `function`; with GIZML_CUDA_SYNC=1 the stream is synchronised, a kernel's
+/// failure and the device error flag are checked too. (cuda.cu)
+void afterLaunch(const Gpu& g, const char* function);
+/// The device's error record for a kernel of launch `launch` (allocated on first use). (cuda.cu)
+ErrorFlag errorFlag(int device, unsigned launch);
+
+/// Launches kernel(args) on g's device and stream.
+template <class Args>
+void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid, const Args& args) {
+  useDevice(g.device.index, function);
+  kernel<<<grid.blocks, grid.threads, 0, streamOf(g)>>>(args);
+  afterLaunch(g, function);
+}
+
+/// Launches kernel(args, flag), a kernel that checks the indices it reads with flag.inRange(i, ...),
+/// where i is the position in `checked` of the argument that holds them (named in the error).
+template <class Args>
+void launchChecked(const Gpu& g, const char* function, std::initializer_list<const char*> checked,
+                   void (*kernel)(Args, ErrorFlag), Grid grid, const Args& args) {
+  useDevice(g.device.index, function);
+  const ErrorFlag flag = errorFlag(g.device.index, registerLaunch(function, checked));
+  kernel<<<grid.blocks, grid.threads, 0, streamOf(g)>>>(args, flag);
+  afterLaunch(g, function);
+}
 
 #if defined(__CUDACC__)
 /// This thread's index in a one-dimensional launch, as a 64-bit integer.
 __device__ __forceinline__ std::int64_t globalThread() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-
-/// sum16's tree on a half-warp: lane i adds lane i ^ h for h = 8, 4, 2, 1, which is the SPEC's
-/// lane[i] += lane[i + h] for i < h (addition is commutative); every lane ends with lane 0's value.
-__device__ __forceinline__ float halfWarpTree(float v, unsigned mask) {
-  for (int h = 8; h >= 1; h /= 2) v += __shfl_xor_sync(mask, v, h, 16);
-  return v;
-}
-/// The 16 lanes of this thread's half-warp.
-__device__ __forceinline__ unsigned halfWarpMask() { return 0xffffu << (threadIdx.x & 16u); }
 #endif
 
 }  // namespace gizml::detail

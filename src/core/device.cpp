@@ -44,7 +44,7 @@ Gpu Gpu::open(int index) {
 
 void Gpu::synchronize() const {
   if (device.isHost()) return;
-  GIZML_IF_CUDA(detail::cudaSynchronize(device.index, stream));
+  GIZML_IF_CUDA(detail::cudaSynchronize(*this));
 }
 
 namespace detail {
@@ -64,9 +64,13 @@ void* cudaAllocate(int, std::size_t) { noCuda("gizml::Tensor"); }
 void cudaRelease(int, void*) noexcept {}
 void cudaCopy(void*, Device, const void*, Device, std::size_t) { noCuda("gizml::Tensor copy"); }
 void cudaZero(int, void*, std::size_t) { noCuda("gizml::Tensor::zeros"); }
-void cudaSynchronize(int, void*) { noCuda("gizml::Gpu::synchronize"); }
-void cudaFillUniform(int, float*, std::int64_t, Key) { noCuda("gizml::Tensor::uniform"); }
-void cudaFillNormal(int, float*, std::int64_t, Key) { noCuda("gizml::Tensor::normal"); }
+void cudaUploadAsync(const Gpu&, void*, const void*, std::size_t) { noCuda("gizml: an upload"); }
+void cudaSynchronize(const Gpu&) { noCuda("gizml::Gpu::synchronize"); }
+void cudaFillUniform(const Gpu&, float*, std::int64_t, Key) { noCuda("gizml::Tensor::uniform"); }
+void cudaFillNormal(const Gpu&, float*, std::int64_t, Key) { noCuda("gizml::Tensor::normal"); }
+void cudaGatherForTest(const Gpu&, const float*, std::int64_t, const float*, std::int64_t, float*) {
+  noCuda("gizml::detail::gatherForTest");
+}
 void cudaCheck(int, const char*) {}
 float cudaMultiplyAdd(int, float, float, float) { noCuda("gizml::detail::cudaMultiplyAdd"); }
 }  // namespace gizml::detail

@@ -13,6 +13,7 @@
 #include "exact/convert.hpp"
 #include "exact/philox.hpp"
 #include "gizml/error.hpp"
+#include "gizml/gpu.hpp"
 
 namespace gizml {
 
@@ -164,40 +165,27 @@ Tensor Tensor::fromFloats(const std::vector<float>& values, const Shape& shape, 
   return device.isHost() ? converted : converted.to(device);
 }
 
-Tensor Tensor::uniform(Key key, const Shape& shape, Device device) {
-  Tensor t = empty(shape, DType::F32, device);
-  std::int64_t n = t.numel();
+namespace {
+/// Tensor::uniform and Tensor::normal: one thread a Philox counter, on the host or a GPU.
+Tensor filled(Key key, const Shape& shape, Device device, exact::Draw draw) {
+  Tensor t = Tensor::empty(shape, DType::F32, device);
+  const std::int64_t n = t.numel();
   float* out = t.data<float>();
   if (device.isCuda()) {
-    GIZML_IF_CUDA(detail::cudaFillUniform(device.index, out, n, key));
+    const Gpu g{device, nullptr};
+    if (draw == exact::Draw::Uniform) GIZML_IF_CUDA(detail::cudaFillUniform(g, out, n, key));
+    else GIZML_IF_CUDA(detail::cudaFillNormal(g, out, n, key));
     return t;
   }
 #pragma omp parallel for schedule(static)
-  for (std::int64_t g = 0; g < (n + 3) / 4; ++g) {
-    exact::Philox4 w = exact::drawGroup(key.k0, key.k1, static_cast<std::uint64_t>(g));
-    for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) out[4 * g + j] = exact::uniformOfWord(w.v[j]);
-  }
+  for (std::int64_t g = 0; g < (n + 3) / 4; ++g) exact::fillDrawGroup(draw, key.k0, key.k1, static_cast<std::uint64_t>(g), out, n);
   return t;
 }
+}  // namespace
 
-Tensor Tensor::normal(Key key, const Shape& shape, Device device) {
-  Tensor t = empty(shape, DType::F32, device);
-  std::int64_t n = t.numel();
-  float* out = t.data<float>();
-  if (device.isCuda()) {
-    GIZML_IF_CUDA(detail::cudaFillNormal(device.index, out, n, key));
-    return t;
-  }
-#pragma omp parallel for schedule(static)
-  for (std::int64_t g = 0; g < (n + 3) / 4; ++g) {
-    exact::Philox4 w = exact::drawGroup(key.k0, key.k1, static_cast<std::uint64_t>(g));
-    float v[4];
-    exact::normalPair(w.v[0], w.v[1], &v[0], &v[1]);
-    exact::normalPair(w.v[2], w.v[3], &v[2], &v[3]);
-    for (std::int64_t j = 0; j < 4 && 4 * g + j < n; ++j) out[4 * g + j] = v[j];
-  }
-  return t;
-}
+Tensor Tensor::uniform(Key key, const Shape& shape, Device device) { return filled(key, shape, device, exact::Draw::Uniform); }
+
+Tensor Tensor::normal(Key key, const Shape& shape, Device device) { return filled(key, shape, device, exact::Draw::Normal); }
 
 std::int64_t Tensor::dim(int axis) const {
   int r = rank();

@@ -94,11 +94,30 @@ GIZML_HD F sigmoidLanes(F v) {
   return (F{} + 1.0f) / (expLanes(-v) + 1.0f);
 }
 
+/// GELU, tanh form: v / (1 + exp(-2u)), 2u = ((v * v * v) * 0.044715 + v) * 1.5957691
+/// (= 2 sqrt(2 / pi)); equal to 0.5 v (1 + tanh(u)) and well conditioned for every v.
+template <class F>
+GIZML_HD F geluTanhLanes(F v) {
+  F c = v * v;
+  c = c * v;
+  c = c * 0.044715f;
+  c = c + v;
+  F twoU = c * 1.59576912f;
+  return v / (expLanes(-twoU) + 1.0f);
+}
+
+/// ReLU: v > 0 ? v : +0; NaN stays NaN.
+template <class F>
+GIZML_HD F reluLanes(F v) {
+  return select(v > 0.0f, v, select(isNan(v), v, F{}));
+}
+
 // Scalar names, for code that reads like the SPEC.
 GIZML_HD float exp(float x) { return expLanes<float>(x); }
 GIZML_HD float log(float x) { return logLanes<float>(x); }
 GIZML_HD float silu(float v) { return siluLanes<float>(v); }
 GIZML_HD float sigmoid(float v) { return sigmoidLanes<float>(v); }
+GIZML_HD float geluTanh(float v) { return geluTanhLanes<float>(v); }
 
 /// sin and cos of 2 pi u for u in [0, 1) a multiple of 2^-24 (the uniform draw): the reduction to
 /// an eighth of a turn is exact, then Taylor polynomials to the 9th / 8th power (error < 2^-24

@@ -58,4 +58,22 @@ GIZML_HD void normalPair(std::uint32_t w0, std::uint32_t w1, float* even, float*
   *odd = r * s;
 }
 
+/// Which of a key's draws a tensor is filled with.
+enum class Draw { Uniform, Normal };
+
+/// Elements 4 g .. 4 g + 3 (those below n) of a key's uniform or normal draw, into out: the one
+/// fill that Tensor::uniform / Tensor::normal run on the host (a thread a counter) and on a GPU.
+GIZML_HD void fillDrawGroup(Draw draw, std::uint32_t k0, std::uint32_t k1, std::uint64_t g, float* out, std::int64_t n) {
+  const Philox4 w = drawGroup(k0, k1, g);
+  float v[4];
+  if (draw == Draw::Uniform) {
+    for (int j = 0; j < 4; ++j) v[j] = uniformOfWord(w.v[j]);
+  } else {
+    normalPair(w.v[0], w.v[1], &v[0], &v[1]);
+    normalPair(w.v[2], w.v[3], &v[2], &v[3]);
+  }
+  const std::int64_t first = static_cast<std::int64_t>(4 * g);
+  for (int j = 0; j < 4 && first + j < n; ++j) out[first + j] = v[j];
+}
+
 }  // namespace gizml::exact

@@ -1,12 +1,15 @@
 // The convolution helpers (SPEC §3 "Convolution and pooling"): the per-element formulas that the
-// host and CUDA share, and the CUDA launchers that host.cpp dispatches to. A formula templated on
-// its lane type F runs on the host on 16 outputs side by side (f32x16: 16 output channels, each
-// lane its own chain) and on the GPU on one output (float); a chain is never split.
+// host and CUDA share, and each op's kernel struct (core/dispatch.hpp): its arguments, its output
+// element as the kernel computes it, its host path (host.cpp) and its launcher (cuda.cu). A
+// formula templated on its lane type F runs on the host on 16 outputs side by side (f32x16: 16
+// output channels, each lane its own chain) and on the GPU on one output (float); a chain is never
+// split.
 #pragma once
 
 #include <cstdint>
 
 #include "exact/hd.hpp"
+#include "gizml/gpu.hpp"
 
 namespace gizml::netops::conv {
 
@@ -128,21 +131,120 @@ GIZML_HD F convTranspose1dAt(const float* x, std::int64_t n, std::int64_t c, std
   return acc;
 }
 
-// ---- CUDA launchers (cuda.cu); pointers are device memory; each returns after queueing ----------
-namespace cuda {
-void im2col(int device, const float* x, const Geometry2d& g, float* cols);
-void col2im(int device, const float* cols, const Geometry2d& g, float* x);
+// ---- the ops' kernels (core/dispatch.hpp) -----------------------------------------------------------
+// Each `element(a, e)` is output element e (of a.out, count(a) in all) in the kernels'
+// one-thread-an-element indexing: the GPU runs exactly it, and the tests run it on the host.
+
+struct Im2col {
+  static constexpr const char* kName = "gizml::netops::im2col";
+  struct Args {
+    const float* x;
+    Geometry2d g;
+    float* out;  // cols [n oh ow, c kh kw]
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.g.n * a.g.oh * a.g.ow * a.g.rowWidth(); }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const Geometry2d& g = a.g;
+    const std::int64_t row = e / g.rowWidth(), col = e % g.rowWidth();
+    const std::int64_t ox = row % g.ow, oy = (row / g.ow) % g.oh, b = row / (g.ow * g.oh);
+    const std::int64_t j = col % g.kw, i = (col / g.kw) % g.kh, ch = col / (g.kw * g.kh);
+    return im2colValue(a.x, g, b, oy, ox, ch, i, j);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
+
+struct Col2im {
+  static constexpr const char* kName = "gizml::netops::col2im";
+  struct Args {
+    const float* cols;
+    Geometry2d g;
+    float* out;  // x [n, c, h, w]
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.g.n * a.g.c * a.g.h * a.g.w; }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const Geometry2d& g = a.g;
+    const std::int64_t xx = e % g.w, y = (e / g.w) % g.h, ch = (e / (g.w * g.h)) % g.c, b = e / (g.w * g.h * g.c);
+    return col2imAt(a.cols, g, b, ch, y, xx);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
+
 /// Rows [first, first + rows) of im2col1d, out [rows, c k].
-void im2col1d(int device, const float* x, const Geometry1d& g, std::int64_t first, std::int64_t rows, float* out);
-void col2im1d(int device, const float* cols, std::int64_t rows, std::int64_t c, std::int64_t k, std::int64_t stride,
-              std::int64_t pad, std::int64_t length, float* out);
-/// w [o, c, k]; bias [o] or nullptr; out [ot, o].
-void conv1d(int device, const float* x, const Geometry1d& g, const float* w, const float* bias, std::int64_t outChannels,
-            std::int64_t ot, float* out);
-/// x [n, c], w [c, o, k]; bias [o] or nullptr; out [length, o].
-void convTranspose1d(int device, const float* x, std::int64_t n, std::int64_t c, const float* w, const float* bias,
-                     std::int64_t outChannels, std::int64_t k, std::int64_t stride, std::int64_t pad, std::int64_t length,
-                     float* out);
-}  // namespace cuda
+struct Im2col1d {
+  static constexpr const char* kName = "gizml::netops::im2col1d";
+  struct Args {
+    const float* x;
+    Geometry1d g;
+    std::int64_t first, rows;
+    float* out;
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.rows * a.g.c * a.g.k; }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const std::int64_t width = a.g.c * a.g.k, r = e / width, col = e % width;
+    return im2col1dValue(a.x, a.g, a.first + r, col / a.g.k, col % a.g.k);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
+
+/// cols [rows, c k] -> out [length, c].
+struct Col2im1d {
+  static constexpr const char* kName = "gizml::netops::col2im1d";
+  struct Args {
+    const float* cols;
+    std::int64_t rows, c, k, stride, pad, length;
+    float* out;
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.length * a.c; }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    return col2im1dAt(a.cols, a.rows, a.c, a.k, a.stride, a.pad, e / a.c, e % a.c);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
+
+/// x [t, c], w [o, c, k], bias [o] or null -> out [ot, o].
+struct Conv1d {
+  static constexpr const char* kName = "gizml::netops::conv1d";
+  struct Args {
+    const float* x;
+    Geometry1d g;
+    const float *w, *bias;
+    std::int64_t outChannels, ot;
+    float* out;
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.ot * a.outChannels; }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const std::int64_t r = e / a.outChannels, o = e % a.outChannels;
+    float acc = conv1dChain<float>(a.x, a.g, r * a.g.stride - a.g.pad, a.w + o * a.g.c * a.g.k, a.g.k, 1, 1);
+    if (a.bias) acc = acc + a.bias[o];
+    return acc;
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
+
+/// x [n, c], w [c, o, k], bias [o] or null -> out [length, o].
+struct ConvTranspose1d {
+  static constexpr const char* kName = "gizml::netops::convTranspose1d";
+  struct Args {
+    const float* x;
+    std::int64_t n, c;
+    const float *w, *bias;
+    std::int64_t outChannels, k, stride, pad, length;
+    float* out;
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.length * a.outChannels; }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const std::int64_t t = e / a.outChannels, o = e % a.outChannels;
+    float acc = convTranspose1dAt<float>(a.x, a.n, a.c, a.k, a.stride, a.pad, t, a.w + o * a.k, a.outChannels * a.k, 1, 1);
+    if (a.bias) acc = acc + a.bias[o];
+    return acc;
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
 
 }  // namespace gizml::netops::conv

@@ -3,101 +3,107 @@
 // chain). The host path equals tests/reference/conv_reference.cpp bit for bit.
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "core/backend.hpp"
 #include "core/check.hpp"
+#include "core/dispatch.hpp"
+#include "core/sizes.hpp"
 #include "exact/vec16.hpp"
-#include "gizml/netops.hpp"
-#include "netops/conv/checks.hpp"
+#include "gizml/netops/conv.hpp"
 #include "netops/conv/conv.hpp"
 
 namespace gizml::netops {
 
 using exact::f32x16;
-using sizes::checkedMul;
-using sizes::requireAtLeast;
-using sizes::windowCount;
+using detail::checkedMul;
+using detail::requireAtLeast;
+using detail::windowCount;
 
-namespace {
+// ---- host paths ---------------------------------------------------------------------------------------
 
-// ---- host paths --------------------------------------------------------------------------------------
+namespace conv {
 
-void im2colHost(const float* x, const conv::Geometry2d& g, float* cols) {
+void Im2col::host(const Args& a) {
+  const Geometry2d& g = a.g;
   const std::int64_t rows = g.n * g.oh * g.ow, width = g.rowWidth();
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t ox = r % g.ow, oy = (r / g.ow) % g.oh, b = r / (g.ow * g.oh);
-    float* out = cols + r * width;
+    float* out = a.out + r * width;
     for (std::int64_t ch = 0; ch < g.c; ++ch)
       for (std::int64_t i = 0; i < g.kh; ++i)
-        for (std::int64_t j = 0; j < g.kw; ++j) *out++ = conv::im2colValue(x, g, b, oy, ox, ch, i, j);
+        for (std::int64_t j = 0; j < g.kw; ++j) *out++ = im2colValue(a.x, g, b, oy, ox, ch, i, j);
   }
 }
 
-void col2imHost(const float* cols, const conv::Geometry2d& g, float* x) {
+void Col2im::host(const Args& a) {
+  const Geometry2d& g = a.g;
   const std::int64_t lines = g.n * g.c * g.h;  // (b, ch, y)
 #pragma omp parallel for schedule(static)
   for (std::int64_t line = 0; line < lines; ++line) {
     const std::int64_t y = line % g.h, ch = (line / g.h) % g.c, b = line / (g.h * g.c);
-    float* out = x + line * g.w;
-    for (std::int64_t xx = 0; xx < g.w; ++xx) out[xx] = conv::col2imAt(cols, g, b, ch, y, xx);
+    float* out = a.out + line * g.w;
+    for (std::int64_t xx = 0; xx < g.w; ++xx) out[xx] = col2imAt(a.cols, g, b, ch, y, xx);
   }
 }
 
-void im2col1dHost(const float* x, const conv::Geometry1d& g, std::int64_t first, std::int64_t rows, float* out) {
+void Im2col1d::host(const Args& a) {
+  const Geometry1d& g = a.g;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * g.c * g.k;
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    float* o = a.out + r * g.c * g.k;
     for (std::int64_t ch = 0; ch < g.c; ++ch)
-      for (std::int64_t j = 0; j < g.k; ++j) *o++ = conv::im2col1dValue(x, g, first + r, ch, j);
+      for (std::int64_t j = 0; j < g.k; ++j) *o++ = im2col1dValue(a.x, g, a.first + r, ch, j);
   }
 }
 
-void col2im1dHost(const float* cols, std::int64_t rows, std::int64_t c, std::int64_t k, std::int64_t stride,
-                  std::int64_t pad, std::int64_t length, float* out) {
+void Col2im1d::host(const Args& a) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t o = 0; o < length; ++o)
-    for (std::int64_t ch = 0; ch < c; ++ch) out[o * c + ch] = conv::col2im1dAt(cols, rows, c, k, stride, pad, o, ch);
+  for (std::int64_t o = 0; o < a.length; ++o)
+    for (std::int64_t ch = 0; ch < a.c; ++ch)
+      a.out[o * a.c + ch] = col2im1dAt(a.cols, a.rows, a.c, a.k, a.stride, a.pad, o, ch);
 }
 
-/// conv1d: weights transposed to [c k, o] so that 16 output channels load as one vector; threads
-/// split (output row, block of 16 channels) pairs.
-void conv1dHost(const float* x, const conv::Geometry1d& g, const float* w, const float* bias, std::int64_t oc,
-                std::int64_t ot, float* out) {
-  const std::int64_t taps = g.c * g.k;
+/// Weights transposed to [c k, o] so that 16 output channels load as one vector; threads split
+/// (output row, block of 16 channels) pairs.
+void Conv1d::host(const Args& a) {
+  const Geometry1d& g = a.g;
+  const std::int64_t oc = a.outChannels, taps = g.c * g.k;
   std::vector<float> wT(static_cast<std::size_t>(taps * oc));
   for (std::int64_t o = 0; o < oc; ++o)
-    for (std::int64_t idx = 0; idx < taps; ++idx) wT[idx * oc + o] = w[o * taps + idx];
-  const std::int64_t blocks = (oc + 15) / 16, items = ot * blocks;
+    for (std::int64_t idx = 0; idx < taps; ++idx) wT[idx * oc + o] = a.w[o * taps + idx];
+  const std::int64_t blocks = (oc + 15) / 16, items = a.ot * blocks;
 #pragma omp parallel for schedule(static)
   for (std::int64_t item = 0; item < items; ++item) {
     const std::int64_t r = item / blocks, o0 = (item % blocks) * 16, lanes = oc - o0;
-    f32x16 acc = conv::conv1dChain<f32x16>(x, g, r * g.stride - g.pad, wT.data() + o0, g.k * oc, oc, lanes);
-    if (bias) acc = acc + exact::load16(bias + o0, lanes);
-    exact::store16(out + r * oc + o0, acc, lanes);
+    f32x16 acc = conv1dChain<f32x16>(a.x, g, r * g.stride - g.pad, wT.data() + o0, g.k * oc, oc, lanes);
+    if (a.bias) acc = acc + exact::load16(a.bias + o0, lanes);
+    exact::store16(a.out + r * oc + o0, acc, lanes);
   }
 }
 
-/// convTranspose1d: weights transposed to [k, c, o]; threads split (output position, block of
-/// 16 channels) pairs. Each cols entry feeds exactly one output, so it is computed there.
-void convTranspose1dHost(const float* x, std::int64_t n, std::int64_t c, const float* w, const float* bias,
-                         std::int64_t oc, std::int64_t k, std::int64_t stride, std::int64_t pad, std::int64_t length,
-                         float* out) {
+/// Weights transposed to [k, c, o]; threads split (output position, block of 16 channels) pairs.
+/// Each cols entry feeds exactly one output, so it is computed there.
+void ConvTranspose1d::host(const Args& a) {
+  const std::int64_t oc = a.outChannels, c = a.c, k = a.k;
   std::vector<float> wT(static_cast<std::size_t>(k * c * oc));
   for (std::int64_t ch = 0; ch < c; ++ch)
     for (std::int64_t o = 0; o < oc; ++o)
-      for (std::int64_t j = 0; j < k; ++j) wT[(j * c + ch) * oc + o] = w[(ch * oc + o) * k + j];
-  const std::int64_t blocks = (oc + 15) / 16, items = length * blocks;
+      for (std::int64_t j = 0; j < k; ++j) wT[(j * c + ch) * oc + o] = a.w[(ch * oc + o) * k + j];
+  const std::int64_t blocks = (oc + 15) / 16, items = a.length * blocks;
 #pragma omp parallel for schedule(static)
   for (std::int64_t item = 0; item < items; ++item) {
     const std::int64_t t = item / blocks, o0 = (item % blocks) * 16, lanes = oc - o0;
-    f32x16 acc = conv::convTranspose1dAt<f32x16>(x, n, c, k, stride, pad, t, wT.data() + o0, oc, c * oc, lanes);
-    if (bias) acc = acc + exact::load16(bias + o0, lanes);
-    exact::store16(out + t * oc + o0, acc, lanes);
+    f32x16 acc = convTranspose1dAt<f32x16>(a.x, a.n, c, k, a.stride, a.pad, t, wT.data() + o0, oc, c * oc, lanes);
+    if (a.bias) acc = acc + exact::load16(a.bias + o0, lanes);
+    exact::store16(a.out + t * oc + o0, acc, lanes);
   }
 }
+
+}  // namespace conv
+
+namespace {
 
 // ---- argument checks ---------------------------------------------------------------------------------
 
@@ -139,8 +145,7 @@ Tensor im2col(const Tensor& x, std::int64_t kh, std::int64_t kw, std::int64_t st
   const conv::Geometry2d g = checkGeometry2d(fn, "x", x.dim(0), x.dim(1), x.dim(2), x.dim(3), kh, kw, stride, pad);
   Tensor cols = Tensor::empty({g.n * g.oh * g.ow, g.rowWidth()}, DType::F32, x.device());
   if (cols.numel() == 0) return cols;
-  if (x.device().isHost()) im2colHost(x.data<float>(), g, cols.data<float>());
-  else GIZML_IF_CUDA(conv::cuda::im2col(x.device().index, x.data<float>(), g, cols.data<float>()));
+  detail::run<conv::Im2col>(detail::gpuOf(x), {x.data<float>(), g, cols.data<float>()});
   return cols;
 }
 
@@ -158,8 +163,7 @@ Tensor col2im(const Tensor& cols, std::int64_t n, std::int64_t c, std::int64_t h
   detail::requireShape(fn, "cols", cols, {g.n * g.oh * g.ow, g.rowWidth()});
   Tensor x = Tensor::empty({n, c, h, w}, DType::F32, cols.device());
   if (x.numel() == 0) return x;
-  if (cols.device().isHost()) col2imHost(cols.data<float>(), g, x.data<float>());
-  else GIZML_IF_CUDA(conv::cuda::col2im(cols.device().index, cols.data<float>(), g, x.data<float>()));
+  detail::run<conv::Col2im>(detail::gpuOf(cols), {cols.data<float>(), g, x.data<float>()});
   return x;
 }
 
@@ -186,8 +190,7 @@ Tensor im2col1d(const Tensor& x, std::int64_t k, std::int64_t stride, std::int64
   checkedMul(fn, "x", rows, checkedMul(fn, "k", g.c, k));
   Tensor out = Tensor::empty({rows, g.c * k}, DType::F32, x.device());
   if (out.numel() == 0) return out;
-  if (x.device().isHost()) im2col1dHost(x.data<float>(), g, first, rows, out.data<float>());
-  else GIZML_IF_CUDA(conv::cuda::im2col1d(x.device().index, x.data<float>(), g, first, rows, out.data<float>()));
+  detail::run<conv::Im2col1d>(detail::gpuOf(x), {x.data<float>(), g, first, rows, out.data<float>()});
   return out;
 }
 
@@ -209,10 +212,7 @@ Tensor col2im1d(const Tensor& cols, std::int64_t c, std::int64_t length, std::in
   Tensor out = Tensor::empty({length, c}, DType::F32, cols.device());
   if (out.numel() == 0) return out;
   const std::int64_t rows = cols.dim(0);
-  if (cols.device().isHost()) col2im1dHost(cols.data<float>(), rows, c, k, stride, pad, length, out.data<float>());
-  else
-    GIZML_IF_CUDA(conv::cuda::col2im1d(cols.device().index, cols.data<float>(), rows, c, k, stride, pad, length,
-                                       out.data<float>()));
+  detail::run<conv::Col2im1d>(detail::gpuOf(cols), {cols.data<float>(), rows, c, k, stride, pad, length, out.data<float>()});
   return out;
 }
 
@@ -238,8 +238,8 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const std::vector<Tensor>& bias,
   const std::int64_t ot = windowCount(fn, "w", g.t, k, stride, pad, dilation);
   checkedMul(fn, "w", ot, oc);
   Tensor out = Tensor::empty({ot, oc}, DType::F32, x.device());
-  if (x.device().isHost()) conv1dHost(x.data<float>(), g, w.data<float>(), b, oc, ot, out.data<float>());
-  else GIZML_IF_CUDA(conv::cuda::conv1d(x.device().index, x.data<float>(), g, w.data<float>(), b, oc, ot, out.data<float>()));
+  if (out.numel() == 0) return out;
+  detail::run<conv::Conv1d>(detail::gpuOf(x), {x.data<float>(), g, w.data<float>(), b, oc, ot, out.data<float>()});
   return out;
 }
 
@@ -262,7 +262,7 @@ Tensor convTranspose1d(const Tensor& x, const Tensor& w, const std::vector<Tenso
   requireAtLeast(fn, "stride", stride, 1);
   requireAtLeast(fn, "pad", pad, 0);
   // length = (n - 1) stride - 2 pad + k >= 1.
-  const std::int64_t spread = sizes::checkedAdd(fn, "stride", checkedMul(fn, "stride", n - 1, stride), k);
+  const std::int64_t spread = detail::checkedAdd(fn, "stride", checkedMul(fn, "stride", n - 1, stride), k);
   const std::int64_t twoPad = checkedMul(fn, "pad", 2, pad);
   if (spread - twoPad < 1)
     fail(fn, "pad",
@@ -271,26 +271,9 @@ Tensor convTranspose1d(const Tensor& x, const Tensor& w, const std::vector<Tenso
   const std::int64_t length = spread - twoPad;
   checkedMul(fn, "x", length, oc);
   Tensor out = Tensor::empty({length, oc}, DType::F32, x.device());
-  if (x.device().isHost())
-    convTranspose1dHost(x.data<float>(), n, c, w.data<float>(), b, oc, k, stride, pad, length, out.data<float>());
-  else
-    GIZML_IF_CUDA(conv::cuda::convTranspose1d(x.device().index, x.data<float>(), n, c, w.data<float>(), b, oc, k, stride,
-                                              pad, length, out.data<float>()));
+  detail::run<conv::ConvTranspose1d>(detail::gpuOf(x), {x.data<float>(), n, c, w.data<float>(), b, oc, k, stride, pad,
+                                                        length, out.data<float>()});
   return out;
-}
-
-Tensor causalMask(std::int64_t tq, std::int64_t tk) {
-  const char* fn = "gizml::netops::causalMask";
-  requireAtLeast(fn, "tq", tq, 0);
-  requireAtLeast(fn, "tk", tk, 0);
-  checkedMul(fn, "tk", tq, tk);
-  Tensor mask = Tensor::empty({tq, tk}, DType::F32, Device::host());
-  float* m = mask.data<float>();
-  const float negInf = -std::numeric_limits<float>::infinity();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < tq; ++i)
-    for (std::int64_t j = 0; j < tk; ++j) m[i * tk + j] = j <= i + tk - tq ? 0.0f : negInf;
-  return mask;
 }
 
 }  // namespace gizml::netops

@@ -6,9 +6,10 @@
 
 #include "core/backend.hpp"
 #include "core/check.hpp"
+#include "core/dispatch.hpp"
+#include "core/sizes.hpp"
 #include "exact/vec16.hpp"
-#include "gizml/netops.hpp"
-#include "netops/conv/checks.hpp"
+#include "gizml/netops/pool.hpp"
 #include "netops/pool/pool.hpp"
 
 namespace gizml::netops {
@@ -50,8 +51,15 @@ exact::i32x16 argmax16(const Windows16& win, std::int64_t size) {
   return at;
 }
 
+}  // namespace
+
 /// Threads split the output rows (plane, oy) of all planes; a row runs 16 windows at a time.
-void pool2dHost(const float* x, const pool::Geometry& g, bool average, float factor, float* y) {
+void pool::Pool2d::host(const Args& a) {
+  const Geometry& g = a.g;
+  const float* x = a.x;
+  const bool average = a.average;
+  const float factor = a.factor;
+  float* y = a.out;
   const std::int64_t lines = g.planes * g.oh;
 #pragma omp parallel for schedule(static)
   for (std::int64_t line = 0; line < lines; ++line) {
@@ -70,7 +78,12 @@ void pool2dHost(const float* x, const pool::Geometry& g, bool average, float fac
 /// and each adds its share to the elements it holds, so every element of dx receives its windows'
 /// shares in that order, from +0 — the gather the SPEC states (and CUDA runs), computed as a
 /// scatter by the one thread that owns the plane.
-void pool2dGradHost(const float* dy, const float* x, const pool::Geometry& g, bool average, float factor, float* dx) {
+void pool::Pool2dGrad::host(const Args& a) {
+  const Geometry& g = a.g;
+  const float *dy = a.dy, *x = a.x;
+  const bool average = a.average;
+  const float factor = a.factor;
+  float* dx = a.out;
 #pragma omp parallel for schedule(static)
   for (std::int64_t plane = 0; plane < g.planes; ++plane) {
     float* d = dx + plane * g.h * g.w;
@@ -100,12 +113,14 @@ void pool2dGradHost(const float* dy, const float* x, const pool::Geometry& g, bo
   }
 }
 
+namespace {
+
 /// x [n, c, h, w] F32 and the window: the pooling geometry, checked.
 pool::Geometry checkPool(const char* fn, const Tensor& x, std::int64_t size, std::int64_t stride) {
   detail::requireDType(fn, "x", x, DType::F32);
   detail::requireRank(fn, "x", x, 4);
-  sizes::requireAtLeast(fn, "size", size, 1);
-  sizes::requireAtLeast(fn, "stride", stride, 1);
+  detail::requireAtLeast(fn, "size", size, 1);
+  detail::requireAtLeast(fn, "stride", stride, 1);
   const std::int64_t h = x.dim(2), w = x.dim(3);
   if (size > h || size > w)
     fail(fn, "size", "expected a window of " + std::to_string(size) + " within the image (no padding), got x of shape " +
@@ -126,8 +141,7 @@ Tensor pool2d(const Tensor& x, std::int64_t size, std::int64_t stride, bool aver
   Tensor y = Tensor::empty({x.dim(0), x.dim(1), g.oh, g.ow}, DType::F32, x.device());
   if (y.numel() == 0) return y;
   const float factor = meanFactor(size);
-  if (x.device().isHost()) pool2dHost(x.data<float>(), g, average, factor, y.data<float>());
-  else GIZML_IF_CUDA(pool::cuda::pool2d(x.device().index, x.data<float>(), g, average, factor, y.data<float>()));
+  detail::run<pool::Pool2d>(detail::gpuOf(x), {x.data<float>(), g, average, factor, y.data<float>()});
   return y;
 }
 
@@ -140,14 +154,10 @@ Tensor pool2dGrad(const Tensor& dy, const Tensor& x, std::int64_t size, std::int
   Tensor dx = Tensor::empty(x.shape(), DType::F32, x.device());
   if (dx.numel() == 0) return dx;
   const float factor = meanFactor(size);
-  if (x.device().isHost()) {
-    pool2dGradHost(dy.data<float>(), x.data<float>(), g, average, factor, dx.data<float>());
-  } else {
-    Tensor argmax = Tensor::empty({average ? 1 : g.planes * g.oh * g.ow}, DType::I64, x.device());
-    GIZML_IF_CUDA(pool::cuda::pool2dGrad(x.device().index, dy.data<float>(), x.data<float>(), g, average, factor,
-                                         argmax.data<std::int64_t>(), dx.data<float>()));
-    // argmax is freed by cudaFree, which waits for the queued kernels first.
-  }
+  // The GPU's first pass keeps each window's maximum offset (freed in stream order: nobody waits).
+  Tensor argmax = Tensor::empty({x.device().isCuda() && !average ? g.planes * g.oh * g.ow : 0}, DType::I64, x.device());
+  detail::run<pool::Pool2dGrad>(detail::gpuOf(x), {dy.data<float>(), x.data<float>(), g, average, factor,
+                                                   argmax.data<std::int64_t>(), dx.data<float>()});
   return dx;
 }
 

@@ -1,10 +1,11 @@
 // 2-d pooling (SPEC §3 "Convolution and pooling"): the per-window and per-element formulas that
-// the host and CUDA share, and the CUDA launchers that host.cpp dispatches to.
+// the host and CUDA share, and each op's kernel struct (core/dispatch.hpp).
 #pragma once
 
 #include <cstdint>
 
 #include "exact/hd.hpp"
+#include "gizml/gpu.hpp"
 
 namespace gizml::netops::pool {
 
@@ -87,12 +88,56 @@ GIZML_HD float poolGradAt(const float* dy, const std::int64_t* argmax, const Geo
   return acc;
 }
 
-// ---- CUDA launchers (cuda.cu); pointers are device memory; each returns after queueing ----------
-namespace cuda {
-void pool2d(int device, const float* x, const Geometry& g, bool average, float factor, float* y);
-/// argmax: scratch of one int64 a window (max only; unused for average).
-void pool2dGrad(int device, const float* dy, const float* x, const Geometry& g, bool average, float factor,
-                std::int64_t* argmax, float* dx);
-}  // namespace cuda
+/// Window e = (plane, oy, ox) of x, in the kernels' one-thread-a-window indexing.
+GIZML_HD Window windowAt(const float* x, const Geometry& g, std::int64_t e) {
+  const std::int64_t ox = e % g.ow, oy = (e / g.ow) % g.oh, plane = e / (g.ow * g.oh);
+  return Window{x + (plane * g.h + oy * g.stride) * g.w + ox * g.stride, g.w};
+}
+
+// ---- the ops' kernels (core/dispatch.hpp) -----------------------------------------------------------
+// element(a, e) is output element e in the kernels' one-thread-an-element indexing: the GPU runs
+// exactly it, and the tests run it on the host.
+
+struct Pool2d {
+  static constexpr const char* kName = "gizml::netops::pool2d";
+  struct Args {
+    const float* x;
+    Geometry g;
+    bool average;
+    float factor;  // F32(1 / size²)
+    float* out;    // [planes, oh, ow]
+  };
+  GIZML_HD static std::int64_t count(const Args& a) { return a.g.planes * a.g.oh * a.g.ow; }
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const Window win = windowAt(a.x, a.g, e);
+    return a.average ? poolMeanOf<float>(win, a.g.size, a.factor) : poolMaxOf<float>(win, a.g.size);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
+
+/// On a GPU two passes: each window's maximum offset (max only), then each element of dx gathers.
+struct Pool2dGrad {
+  static constexpr const char* kName = "gizml::netops::pool2dGrad";
+  struct Args {
+    const float *dy, *x;
+    Geometry g;
+    bool average;
+    float factor;
+    std::int64_t* argmax;  // GPU scratch, one offset a window (max only); unused on the host
+    float* out;            // dx [planes, h, w]
+  };
+  GIZML_HD static std::int64_t windows(const Args& a) { return a.g.planes * a.g.oh * a.g.ow; }
+  GIZML_HD static std::int64_t count(const Args& a) { return a.g.planes * a.g.h * a.g.w; }
+  /// The first pass: window e's maximum offset.
+  GIZML_HD static std::int64_t windowArgmax(const Args& a, std::int64_t e) { return poolArgmax(windowAt(a.x, a.g, e), a.g.size); }
+  /// The second pass: element e of dx, from the first pass's offsets.
+  GIZML_HD static float element(const Args& a, const std::int64_t* argmax, std::int64_t e) {
+    const std::int64_t xx = e % a.g.w, y = (e / a.g.w) % a.g.h, plane = e / (a.g.w * a.g.h);
+    return poolGradAt(a.dy, a.average ? nullptr : argmax, a.g, a.average, a.factor, plane, y, xx);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& gpu, const Args& a);
+};
 
 }  // namespace gizml::netops::pool

@@ -1,4 +1,4 @@
-// The exact host GEMM (BLIS's way): B is packed into panels of NR columns, A into panels of MR
+// The host paths of the exact product family. The GEMM (BLIS's way): B is packed into panels of NR columns, A into panels of MR
 // rows, and a register-blocked micro-kernel runs MR x NR accumulators over a block of KC steps.
 // Between k blocks the accumulators are stored to C and loaded again, which is exact, so every
 // element of C is one fma chain over k = 0, 1, ..., k - 1 (SPEC §1.3 `chain`). Threads split the
@@ -11,9 +11,10 @@
 #include <cstring>
 #include <vector>
 
-#include "netops/lazy/lazy.hpp"
+#include "exact/vec16.hpp"
+#include "netops/gemm/gemm.hpp"
 
-namespace gizml::netops::lazy {
+namespace gizml::netops::gemm {
 
 namespace {
 
@@ -124,8 +125,7 @@ void packA(const float* a, std::int64_t lda, std::int64_t m, std::int64_t i0, st
   }
 }
 
-}  // namespace
-
+/// C [m, n] = the exact chain over k (see Gemm in gemm.hpp), F32 operands.
 void gemmHost(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
               std::int64_t bsN, std::int64_t bsK, float* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
@@ -173,4 +173,104 @@ void gemmHost(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, st
   }
 }
 
-}  // namespace gizml::netops::lazy
+// ---- the operands, the patches and the epilogue --------------------------------------------------------
+
+/// `count` values at p rounded as `compute` asks, in `keep` (F32 compute: p itself).
+const float* roundedOperand(const float* p, std::int64_t count, DType compute, std::vector<float>& keep) {
+  if (compute == DType::F32) return p;
+  keep.resize(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) keep[i] = roundOperand(p[i], compute);
+  return keep.data();
+}
+
+/// patchRows into F32 [c kh kw, (r1 - r0) ow]: threads split the patch rows q = (ch, i, j).
+void patchRowsHost(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
+                   std::int64_t pad, std::int64_t r0, std::int64_t r1, float* out) {
+  const std::int64_t ow = w + 2 * pad - kw + 1, cols = (r1 - r0) * ow;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t q = 0; q < c * kh * kw; ++q) {
+    const std::int64_t ch = q / (kh * kw), i = (q / kw) % kh, j = q % kw;
+    float* dst = out + q * cols;
+    for (std::int64_t oy = r0; oy < r1; ++oy) {
+      const std::int64_t y = oy + i - pad;
+      float* row = dst + (oy - r0) * ow;
+      if (y < 0 || y >= h) {
+        std::fill(row, row + ow, 0.0f);
+        continue;
+      }
+      const float* src = x + (ch * h + y) * w;
+      for (std::int64_t ox = 0; ox < ow; ++ox) {
+        const std::int64_t xx = ox + j - pad;
+        row[ox] = (xx >= 0 && xx < w) ? src[xx] : 0.0f;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Gemm::host(const Args& a) {
+  std::vector<float> keepA, keepB;
+  const std::int64_t aCount = a.m == 0 ? 0 : (a.m - 1) * a.lda + a.k;
+  const std::int64_t bCount = (a.n == 0 || a.k == 0) ? 0 : (a.n - 1) * a.bsN + (a.k - 1) * a.bsK + 1;
+  gemmHost(a.m, a.n, a.k, roundedOperand(a.a, aCount, a.compute, keepA), a.lda,
+           roundedOperand(a.b, bCount, a.compute, keepB), a.bsN, a.bsK, a.c, a.ldc);
+}
+
+void ConvProduct::host(const Args& a) {
+  const std::int64_t q = a.c * a.kh * a.kw, oh = a.h + 2 * a.pad - a.kh + 1, pixels = oh * (a.wd + 2 * a.pad - a.kw + 1);
+  const std::int64_t xCount = a.c * a.h * a.wd;
+  std::vector<float> xf, keepW, keepX;
+  const float* x = static_cast<const float*>(a.x);
+  if (a.xIsBF16) {
+    xf.resize(static_cast<std::size_t>(xCount));
+    const BF16Image image{static_cast<const std::uint16_t*>(a.x)};
+    for (std::int64_t i = 0; i < xCount; ++i) xf[i] = image(i);
+    x = xf.data();
+  }
+  std::vector<float> patches(static_cast<std::size_t>(q * pixels));
+  patchRowsHost(roundedOperand(x, xCount, a.compute, keepX), a.c, a.h, a.wd, a.kh, a.kw, a.pad, 0, oh, patches.data());
+  gemmHost(a.o, pixels, q, roundedOperand(a.w, a.o * q, a.compute, keepW), q, patches.data(), 1, pixels, a.out, pixels);
+}
+
+void PatchRows::host(const Args& a) {
+  if (a.dtype == DType::F32) {
+    patchRowsHost(a.x, a.c, a.h, a.w, a.kh, a.kw, a.pad, a.r0, a.r1, static_cast<float*>(a.out));
+    return;
+  }
+  std::vector<float> f(static_cast<std::size_t>(count(a)));
+  patchRowsHost(a.x, a.c, a.h, a.w, a.kh, a.kw, a.pad, a.r0, a.r1, f.data());
+  auto* out = static_cast<std::uint16_t*>(a.out);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < count(a); ++i) out[i] = exact::floatToBF16(f[i]);
+}
+
+/// The epilogue over 16 lanes a step, OpenMP over rows.
+void EpilogueStore::host(const Args& a) {
+  using exact::f32x16;
+  const Epilogue& e = a.e;
+  const std::int64_t cols = a.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    for (std::int64_t j = 0; j < cols; j += 16) {
+      const std::int64_t left = cols - j;
+      f32x16 v = exact::load16(a.c + r * cols + j, left);
+      for (int s = 0; s < e.count; ++s) {
+        const EpilogueStepData& st = e.steps[s];
+        f32x16 operand{};
+        if (st.op == Op::Bias) operand = e.biasPerRow ? exact::splat(st.data[r]) : exact::load16(st.data + j, left);
+        else if (st.op == Op::Residual) operand = exact::load16(st.data + r * cols + j, left);
+        v = epilogueStep(st.op, v, operand, st.value);
+      }
+      if (a.outDType == DType::F32) {
+        exact::store16(static_cast<float*>(a.out) + r * cols + j, v, left);
+      } else {
+        auto* h = static_cast<std::uint16_t*>(a.out) + r * cols + j;
+        for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = toHalfBits(v[l], a.outDType == DType::BF16);
+      }
+    }
+  }
+}
+
+}  // namespace gizml::netops::gemm

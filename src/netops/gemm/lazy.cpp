@@ -1,5 +1,5 @@
-// Lazy products: building the epilogue, argument checks, dispatch by device, and the host path
-// (patches, the exact GEMM of gemm_host.cpp, the epilogue over 16 lanes).
+// Lazy products, affine and patchRows: building the epilogue, argument checks, and the product,
+// its epilogue and the patches dispatched by device (core/dispatch.hpp) to the kernels of gemm.hpp.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -7,17 +7,14 @@
 
 #include "core/backend.hpp"
 #include "core/check.hpp"
-#include "exact/convert.hpp"
-#include "exact/vec16.hpp"
+#include "core/dispatch.hpp"
 #include "gizml/lazy.hpp"
-#include "netops/lazy/lazy.hpp"
+#include "gizml/netops/gemm.hpp"
+#include "netops/gemm/gemm.hpp"
 
 namespace gizml {
 
-using exact::f32x16;
-using exact::load16;
-using exact::store16;
-namespace lz = netops::lazy;
+namespace gm = netops::gemm;
 
 namespace {
 
@@ -28,68 +25,6 @@ bool isComputeType(DType d) { return d == DType::F32 || d == DType::BF16 || d ==
 void requireCompute(const char* fn, DType compute) {
   if (!isComputeType(compute))
     fail(fn, "compute", "expected F32, BF16 or F16, got " + dtypeName(compute));
-}
-
-/// a's values rounded to BF16 (or F16), kept as F32: the host's BF16 compute.
-Tensor roundedOperand(const Tensor& t, DType compute) {
-  if (compute == DType::F32) return t;
-  Tensor out = Tensor::empty(t.shape(), DType::F32, Device::host());
-  const float* src = t.data<float>();
-  float* dst = out.data<float>();
-  const std::int64_t n = t.numel();
-  const bool bf16 = compute == DType::BF16;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i)
-    dst[i] = bf16 ? exact::roundToBF16(src[i]) : exact::f16ToFloat(exact::floatToF16(src[i]));
-  return out;
-}
-
-/// The host epilogue: out = the steps on each element of c [rows, cols], stored as `dtype`.
-void epilogueHost(const float* c, std::int64_t rows, std::int64_t cols, const lz::Epilogue& e, void* out, DType dtype) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t j = 0; j < cols; j += 16) {
-      const std::int64_t left = cols - j;
-      f32x16 v = load16(c + r * cols + j, left);
-      for (int s = 0; s < e.count; ++s) {
-        const lz::EpilogueStepData& st = e.steps[s];
-        f32x16 operand{};
-        if (st.op == lz::kBias) operand = e.biasPerRow ? exact::splat(st.data[r]) : load16(st.data + j, left);
-        else if (st.op == lz::kResidual) operand = load16(st.data + r * cols + j, left);
-        v = lz::epilogueStep(st.op, v, operand, st.value);
-      }
-      if (dtype == DType::F32) {
-        store16(static_cast<float*>(out) + r * cols + j, v, left);
-      } else {
-        auto* h = static_cast<std::uint16_t*>(out) + r * cols + j;
-        for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = lz::toHalfBits(v[l], dtype == DType::BF16);
-      }
-    }
-  }
-}
-
-/// patchRows on the host, into F32 [c kh kw, (r1 - r0) ow].
-void patchRowsHost(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
-                   std::int64_t pad, std::int64_t r0, std::int64_t r1, float* out) {
-  const std::int64_t ow = w + 2 * pad - kw + 1, cols = (r1 - r0) * ow;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t q = 0; q < c * kh * kw; ++q) {
-    const std::int64_t ch = q / (kh * kw), i = (q / kw) % kh, j = q % kw;
-    float* dst = out + q * cols;
-    for (std::int64_t oy = r0; oy < r1; ++oy) {
-      const std::int64_t y = oy + i - pad;
-      float* row = dst + (oy - r0) * ow;
-      if (y < 0 || y >= h) {
-        std::fill(row, row + ow, 0.0f);
-        continue;
-      }
-      const float* src = x + (ch * h + y) * w;
-      for (std::int64_t ox = 0; ox < ow; ++ox) {
-        const std::int64_t xx = ox + j - pad;
-        row[ox] = (xx >= 0 && xx < w) ? src[xx] : 0.0f;
-      }
-    }
-  }
 }
 
 void checkConvGeometry(const char* fn, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh,
@@ -179,7 +114,7 @@ Lazy& Lazy::bias(const Tensor& b) {
   const std::int64_t want = kind_ == Kind::Matmul ? shape_[1] : kind_ == Kind::Conv ? shape_[0] : shape_[1];
   detail::requireShape(fn, "b", b, {want});
   if (b.device() != device()) fail(fn, "b", "expected the product's device (" + device().name() + "), got " + b.device().name());
-  if (steps_.size() >= static_cast<std::size_t>(lz::kMaxSteps)) fail(fn, "", "at most " + str(lz::kMaxSteps) + " epilogue steps");
+  if (steps_.size() >= static_cast<std::size_t>(gm::kMaxSteps)) fail(fn, "", "at most " + str(gm::kMaxSteps) + " epilogue steps");
   steps_.push_back({Op::Bias, 0.0f, b});
   return *this;
 }
@@ -189,14 +124,14 @@ Lazy& Lazy::residual(const Tensor& r) {
   detail::requireDType(fn, "r", r, DType::F32);
   detail::requireShape(fn, "r", r, shape_);
   if (r.device() != device()) fail(fn, "r", "expected the product's device (" + device().name() + "), got " + r.device().name());
-  if (steps_.size() >= static_cast<std::size_t>(lz::kMaxSteps)) fail(fn, "", "at most " + str(lz::kMaxSteps) + " epilogue steps");
+  if (steps_.size() >= static_cast<std::size_t>(gm::kMaxSteps)) fail(fn, "", "at most " + str(gm::kMaxSteps) + " epilogue steps");
   steps_.push_back({Op::Residual, 0.0f, r});
   return *this;
 }
 
 namespace {
 void addSimpleStep(std::vector<Lazy::Step>& steps, Lazy::Op op, float value, const char* fn) {
-  if (steps.size() >= static_cast<std::size_t>(lz::kMaxSteps)) fail(fn, "", "at most " + str(lz::kMaxSteps) + " epilogue steps");
+  if (steps.size() >= static_cast<std::size_t>(gm::kMaxSteps)) fail(fn, "", "at most " + str(gm::kMaxSteps) + " epilogue steps");
   steps.push_back({op, value, Tensor()});
 }
 }  // namespace
@@ -246,70 +181,44 @@ void Lazy::storeInto(const Tensor& out) const {
   const std::int64_t rows = out.numel() / std::max<std::int64_t>(cols, 1);
   Tensor product = Tensor::empty({rows, cols}, DType::F32, device());
   float* c = product.data<float>();
-  const bool host = device().isHost();
+  const Gpu gpu = detail::gpuOf(a_);
 
   if (kind_ == Kind::Matmul) {
     const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(0);
-    if (host) {
-      Tensor a = roundedOperand(a_, compute_), w = roundedOperand(b_, compute_);
-      lz::gemmHost(m, n, k, a.data<float>(), k, w.data<float>(), k, 1, c, n);
-    } else if (compute_ == DType::F32) {
-      GIZML_IF_CUDA(lz::cuda::gemmExact(device().index, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, c, n));
-    } else {
-      GIZML_IF_CUDA(lz::cuda::gemmMma(device().index, compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, c, n));
-    }
+    detail::run<gm::Gemm>(gpu, {compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, c, n});
   } else {
-    // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches.
+    // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches;
+    // lazyConv3's frames t .. t + 2 are contiguous: one image of 3 c channels.
     const bool conv3 = kind_ == Kind::Conv3;
     const std::int64_t frames = conv3 ? shape_[0] : 1;
     const std::int64_t ch = conv3 ? 3 * b_.dim(1) : b_.dim(0);
-    const std::int64_t h = b_.dim(-2), wd = b_.dim(-1);
-    const std::int64_t o = a_.dim(0), q = a_.dim(1);
+    const std::int64_t h = b_.dim(-2), wd = b_.dim(-1), o = a_.dim(0);
     const std::int64_t pixels = (h + 2 * pad_ - kh_ + 1) * (wd + 2 * pad_ - kw_ + 1);
-    Tensor xf = (host && b_.dtype() == DType::BF16) ? b_.to(DType::F32) : b_;
-    const std::int64_t frameElems = (conv3 ? b_.dim(1) : ch) * h * wd;
-    if (host) {
-      Tensor w = roundedOperand(a_, compute_);
-      Tensor x = roundedOperand(xf, compute_);
-      Tensor patches = Tensor::empty({q, pixels}, DType::F32, Device::host());
-      for (std::int64_t t = 0; t < frames; ++t) {
-        // Frames t .. t + 2 are contiguous: one image of 3 c channels.
-        patchRowsHost(x.data<float>() + t * frameElems, ch, h, wd, kh_, kw_, pad_, 0, h + 2 * pad_ - kh_ + 1,
-                      patches.data<float>());
-        lz::gemmHost(o, pixels, q, w.data<float>(), q, patches.data<float>(), 1, pixels, c + t * o * pixels, pixels);
-      }
-    } else {
-      const bool bf16 = b_.dtype() == DType::BF16;
-      const std::size_t frameBytes = static_cast<std::size_t>(frameElems) * (bf16 ? 2 : 4);
-      for (std::int64_t t = 0; t < frames; ++t)
-        GIZML_IF_CUDA(lz::cuda::conv(device().index, compute_, a_.data<float>(),
-                                     static_cast<const char*>(b_.raw()) + t * frameBytes, bf16, o, ch, h, wd, kh_, kw_,
-                                     pad_, c + t * o * pixels));
-    }
+    const bool bf16 = b_.dtype() == DType::BF16;
+    const std::size_t frameBytes = dtypeBytes(b_.dtype(), (conv3 ? b_.dim(1) : ch) * h * wd);
+    for (std::int64_t t = 0; t < frames; ++t)
+      detail::run<gm::ConvProduct>(gpu, {compute_, a_.data<float>(), static_cast<const char*>(b_.raw()) + t * frameBytes,
+                                         bf16, o, ch, h, wd, kh_, kw_, pad_, c + t * o * pixels});
   }
 
   // The epilogue, as data.
-  lz::Epilogue e;
+  gm::Epilogue e;
   e.biasPerRow = kind_ != Kind::Matmul;
-  for (const Step& s : steps_) {
-    e.steps[e.count++] = {static_cast<int>(s.op), s.value, s.tensor.defined() ? s.tensor.data<float>() : nullptr};
-  }
-  if (kind_ == Kind::Conv3 && e.count > 0) {
-    // Rows of the product are (frame, channel): the bias is per channel, the residual per element.
-    for (std::int64_t t = 0; t < shape_[0]; ++t) {
-      lz::Epilogue ef = e;
-      for (int s = 0; s < ef.count; ++s)
-        if (ef.steps[s].op == lz::kResidual) ef.steps[s].data += t * shape_[1] * cols;
-      const std::int64_t o = shape_[1];
-      const std::size_t outOffset = dtypeBytes(out_, t * o * cols);
-      void* dst = static_cast<char*>(out.raw()) + outOffset;
-      if (host) epilogueHost(c + t * o * cols, o, cols, ef, dst, out_);
-      else GIZML_IF_CUDA(lz::cuda::epilogue(device().index, c + t * o * cols, o, cols, ef, dst, out_));
-    }
+  for (const Step& s : steps_) e.steps[e.count++] = {s.op, s.value, s.tensor.defined() ? s.tensor.data<float>() : nullptr};
+  if (kind_ != Kind::Conv3 || e.count == 0) {
+    detail::run<gm::EpilogueStore>(gpu, {c, rows, cols, e, out.raw(), out_});
     return;
   }
-  if (host) epilogueHost(c, rows, cols, e, out.raw(), out_);
-  else GIZML_IF_CUDA(lz::cuda::epilogue(device().index, c, rows, cols, e, out.raw(), out_));
+  // Conv3: rows of the product are (frame, channel), the bias is per channel: a frame at a time,
+  // each with its own residual frame.
+  const std::int64_t o = shape_[1];
+  for (std::int64_t t = 0; t < shape_[0]; ++t) {
+    gm::Epilogue ef = e;
+    for (int s = 0; s < ef.count; ++s)
+      if (ef.steps[s].op == Op::Residual) ef.steps[s].data += t * o * cols;
+    void* dst = static_cast<char*>(out.raw()) + dtypeBytes(out_, t * o * cols);
+    detail::run<gm::EpilogueStore>(gpu, {c + t * o * cols, o, cols, ef, dst, out_});
+  }
 }
 
 namespace netops {
@@ -340,18 +249,9 @@ Tensor patchRows(const Tensor& x, std::int64_t kh, std::int64_t kw, std::int64_t
     fail(fn, "r0, r1", "expected 0 <= r0 <= r1 <= " + str(oh) + " (output rows), got " + str(r0) + ", " + str(r1));
   if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
   Tensor out = Tensor::empty({c * kh * kw, (r1 - r0) * ow}, dtype, x.device());
-  if (out.numel() == 0) return out;
-  if (x.device().isCuda()) {
-    GIZML_IF_CUDA(lz::cuda::patchRows(x.device().index, x.data<float>(), c, h, w, kh, kw, pad, r0, r1, out.raw(), dtype));
-    return out;
-  }
-  if (dtype == DType::F32) {
-    patchRowsHost(x.data<float>(), c, h, w, kh, kw, pad, r0, r1, out.data<float>());
-    return out;
-  }
-  Tensor f = Tensor::empty({c * kh * kw, (r1 - r0) * ow}, DType::F32, Device::host());
-  patchRowsHost(x.data<float>(), c, h, w, kh, kw, pad, r0, r1, f.data<float>());
-  return f.to(DType::BF16);
+  if (out.numel() > 0)
+    detail::run<gm::PatchRows>(detail::gpuOf(x), {x.data<float>(), c, h, w, kh, kw, pad, r0, r1, out.raw(), dtype});
+  return out;
 }
 
 }  // namespace netops

@@ -1,6 +1,5 @@
-// Size arithmetic for the convolution and pooling ops' argument checks (SPEC §1.7): every product
-// and sum of extents is checked before any work, and fails naming the function and the argument.
-// Host only.
+// Size arithmetic for the ops' argument checks (SPEC §1.7): every product and sum of extents is
+// checked before any work, and fails naming the function and the argument. Host only.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +8,7 @@
 
 #include "gizml/error.hpp"
 
-namespace gizml::netops::sizes {
+namespace gizml::detail {
 
 /// The largest element count an op accepts: Tensor::empty's own limit (its bytes must fit too).
 inline constexpr std::int64_t kMaxElements = std::numeric_limits<std::int64_t>::max() / 16;
@@ -46,4 +45,4 @@ inline std::int64_t windowCount(const char* fn, const char* kernelArg, std::int6
   return (padded - span) / stride + 1;
 }
 
-}  // namespace gizml::netops::sizes
+}  // namespace gizml::detail

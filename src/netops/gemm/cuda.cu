@@ -1,4 +1,4 @@
-// Lazy products on a CUDA GPU: the exact SIMT GEMM (each output element one thread's fma chain
+// The exact product family on a CUDA GPU: the exact SIMT GEMM (each output element one thread's fma chain
 // over k, tiles through shared memory, no split-K), the matrix-core GEMM (mma.sync m16n8k16,
 // BF16 or F16 operands, F32 accumulate; fast), both reading B through a loader so a convolution
 // reads its patches from x as the tiles fill (implicit GEMM), and the epilogue.
@@ -6,12 +6,9 @@
 
 #include "core/cuda_launch.cuh"
 #include "exact/convert.hpp"
-#include "netops/lazy/lazy.hpp"
+#include "netops/gemm/gemm.hpp"
 
-namespace gizml::netops::lazy::cuda {
-
-using detail::checkLaunch;
-using detail::gridFor;
+namespace gizml::netops::gemm {
 
 namespace {
 
@@ -27,31 +24,35 @@ struct StridedB {  // element (j, p) at p[j * sN + p * sK]
   static constexpr bool kPixelFast = false;
   __device__ float operator()(std::int64_t j, std::int64_t kk) const { return p[j * sN + kk * sK]; }
 };
-template <bool kBF16>
-struct PatchB {  // column j = output pixel (oy, ox), step q = (ch, i, j) of x [c, h, w]
-  const void* x;
+template <class Image>
+struct PatchB {  // column j = output pixel (oy, ox), step q = (ch, i, j) of the image [c, h, w]
+  Image image;
   std::int64_t h, w, kh, kw, pad, ow;
   static constexpr bool kPixelFast = true;
-  __device__ float operator()(std::int64_t pix, std::int64_t q) const {
-    const std::int64_t ch = q / (kh * kw), i = (q / kw) % kh, jj = q % kw;
-    const std::int64_t y = pix / ow + i - pad, xx = pix % ow + jj - pad;
-    if (y < 0 || y >= h || xx < 0 || xx >= w) return 0.0f;
-    const std::int64_t at = (ch * h + y) * w + xx;
-    if constexpr (kBF16) return exact::bf16ToFloat(static_cast<const std::uint16_t*>(x)[at]);
-    else return static_cast<const float*>(x)[at];
-  }
+  __device__ float operator()(std::int64_t pix, std::int64_t q) const { return patchValue(image, h, w, kh, kw, pad, ow, pix, q); }
 };
 
 // ---- the exact SIMT GEMM ------------------------------------------------------------------------
 constexpr int kBM = 64, kBN = 64, kBK = 16, kThreads = 256;
 
+/// A block's 64 x 64 output tile: blocks run over the tiles row by row of tiles in one grid
+/// dimension (up to 2^31 - 1 tiles), so the rows are not held to gridDim.y's 65535.
+struct Tile {
+  std::int64_t m0, n0;
+};
+__device__ __forceinline__ Tile tileOf(std::int64_t n, int tileN) {
+  const std::int64_t tilesN = (n + tileN - 1) / tileN, b = blockIdx.x;
+  return {b / tilesN * kBM, b % tilesN * tileN};
+}
+
 template <class LoadB>
-__global__ void __launch_bounds__(kThreads) gemmExactKernel(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la,
-                                                             LoadB lb, float* c, std::int64_t ldc) {
+__device__ void exactBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, float* c,
+                           std::int64_t ldc) {
   __shared__ float As[kBK][kBM];
   __shared__ float Bs[kBK][kBN];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * kBM, n0 = static_cast<std::int64_t>(blockIdx.x) * kBN;
+  const Tile tile = tileOf(n, kBN);
+  const std::int64_t m0 = tile.m0, n0 = tile.n0;
   float acc[4][4] = {};
   for (std::int64_t k0 = 0; k0 < k; k0 += kBK) {
     const int kc = static_cast<int>(k - k0 < kBK ? k - k0 : kBK);
@@ -108,13 +109,14 @@ __device__ __forceinline__ void mma16816(float (&d)[4], std::uint32_t a0, std::u
 }
 
 template <bool kBF16, class LoadB>
-__global__ void __launch_bounds__(128) gemmMmaKernel(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la,
-                                                      LoadB lb, float* c, std::int64_t ldc) {
+__device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, float* c,
+                         std::int64_t ldc) {
   __shared__ __align__(16) std::uint16_t As[64][kPadK];
   __shared__ __align__(16) std::uint16_t Bs[64][kPadK];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / 2, wn = warp % 2, g = lane / 4, t = lane % 4;
-  const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * 64, n0 = static_cast<std::int64_t>(blockIdx.x) * 64;
+  const Tile tile = tileOf(n, 64);
+  const std::int64_t m0 = tile.m0, n0 = tile.n0;
   float acc[2][4][4] = {};
   for (std::int64_t k0 = 0; k0 < k; k0 += kMmaBK) {
     for (int e = tid; e < 64 * kMmaBK; e += 128) {
@@ -156,79 +158,82 @@ __global__ void __launch_bounds__(128) gemmMmaKernel(std::int64_t m, std::int64_
         }
 }
 
+struct GemmLaunch {
+  std::int64_t m, n, k;
+  std::int64_t ldc;
+  float* c;
+};
+
 template <class LoadB>
-void launchGemm(DType compute, std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, float* c,
-                std::int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  const std::int64_t gy = (m + 63) / 64, gx = (n + 63) / 64;
-  if (gy > 65535) throw Error("gizml: a product of " + std::to_string(m) + " rows is too tall for one launch");
-  dim3 grid(gridFor(gx, 1), static_cast<unsigned>(gy));
-  if (compute == DType::F32) gemmExactKernel<LoadB><<<grid, kThreads>>>(m, n, k, la, lb, c, ldc);
-  else if (compute == DType::BF16) gemmMmaKernel<true, LoadB><<<grid, 128>>>(m, n, k, la, lb, c, ldc);
-  else gemmMmaKernel<false, LoadB><<<grid, 128>>>(m, n, k, la, lb, c, ldc);
+struct ProductArgs {
+  GemmLaunch p;
+  DenseA la;
+  LoadB lb;
+};
+
+template <class LoadB>
+__global__ void __launch_bounds__(kThreads) exactKernel(const ProductArgs<LoadB> a) {
+  exactBlock(a.p.m, a.p.n, a.p.k, a.la, a.lb, a.p.c, a.p.ldc);
+}
+template <bool kBF16, class LoadB>
+__global__ void __launch_bounds__(128) mmaKernel(const ProductArgs<LoadB> a) {
+  mmaBlock<kBF16>(a.p.m, a.p.n, a.p.k, a.la, a.lb, a.p.c, a.p.ldc);
+}
+
+/// The product on the device: the exact SIMT kernel for F32 compute, matrix cores for BF16 / F16.
+template <class LoadB>
+void launchProduct(const Gpu& g, const char* function, DType compute, const ProductArgs<LoadB>& a) {
+  if (a.p.m == 0 || a.p.n == 0) return;
+  const std::int64_t tiles = ((a.p.m + 63) / 64) * ((a.p.n + 63) / 64);
+  const unsigned blocks = detail::gridFor(tiles, 1);
+  if (compute == DType::F32) detail::launch(g, function, exactKernel<LoadB>, detail::Grid{blocks, kThreads}, a);
+  else if (compute == DType::BF16) detail::launch(g, function, mmaKernel<true, LoadB>, detail::Grid{blocks, 128}, a);
+  else detail::launch(g, function, mmaKernel<false, LoadB>, detail::Grid{blocks, 128}, a);
 }
 
 // ---- epilogue and patches ---------------------------------------------------------------------------
-__global__ void epilogueKernel(const float* c, std::int64_t rows, std::int64_t cols, Epilogue e, void* out, int outKind) {
+
+__global__ void epilogueKernel(const EpilogueStore::Args a) {
   const std::int64_t idx = detail::globalThread();
-  if (idx >= rows * cols) return;
-  const float v = applyEpilogue(e, c[idx], idx / cols, idx % cols, cols);
-  if (outKind == 0) static_cast<float*>(out)[idx] = v;
-  else static_cast<std::uint16_t*>(out)[idx] = toHalfBits(v, outKind == 1);
+  if (idx >= a.rows * a.cols) return;
+  const float v = applyEpilogue(a.e, a.c[idx], idx / a.cols, idx % a.cols, a.cols);
+  if (a.outDType == DType::F32) static_cast<float*>(a.out)[idx] = v;
+  else static_cast<std::uint16_t*>(a.out)[idx] = toHalfBits(v, a.outDType == DType::BF16);
 }
 
-__global__ void patchRowsKernel(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh,
-                                std::int64_t kw, std::int64_t pad, std::int64_t r0, std::int64_t r1, void* out, bool bf16) {
-  const std::int64_t ow = w + 2 * pad - kw + 1, cols = (r1 - r0) * ow;
-  const std::int64_t idx = detail::globalThread();
-  if (idx >= c * kh * kw * cols) return;
-  const std::int64_t q = idx / cols, pix = idx % cols;
-  PatchB<false> patch{x, h, w, kh, kw, pad, ow};
-  const float v = patch(pix + r0 * ow, q);
-  if (bf16) static_cast<std::uint16_t*>(out)[idx] = exact::floatToBF16(v);
-  else static_cast<float*>(out)[idx] = v;
+__global__ void patchRowsKernel(const PatchRows::Args a) {
+  const std::int64_t e = detail::globalThread();
+  if (e >= PatchRows::count(a)) return;
+  const float v = PatchRows::element(a, e);
+  if (a.dtype == DType::BF16) static_cast<std::uint16_t*>(a.out)[e] = exact::floatToBF16(v);
+  else static_cast<float*>(a.out)[e] = v;
 }
 
 }  // namespace
 
-void gemmExact(int device, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-               const float* b, std::int64_t bsN, std::int64_t bsK, float* c, std::int64_t ldc) {
-  detail::useDevice(device, "gizml::Lazy::store");
-  launchGemm(DType::F32, m, n, k, DenseA{a, lda}, StridedB{b, bsN, bsK}, c, ldc);
-  checkLaunch("gizml::Lazy::store (exact GEMM)");
+void Gemm::cuda(const Gpu& g, const Args& a) {
+  launchProduct(g, kName, a.compute, ProductArgs<StridedB>{{a.m, a.n, a.k, a.ldc, a.c}, DenseA{a.a, a.lda}, StridedB{a.b, a.bsN, a.bsK}});
 }
 
-void gemmMma(int device, DType compute, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-             std::int64_t lda, const float* b, std::int64_t bsN, std::int64_t bsK, float* c, std::int64_t ldc) {
-  detail::useDevice(device, "gizml::Lazy::store");
-  launchGemm(compute, m, n, k, DenseA{a, lda}, StridedB{b, bsN, bsK}, c, ldc);
-  checkLaunch("gizml::Lazy::store (matrix-core GEMM)");
+void ConvProduct::cuda(const Gpu& g, const Args& a) {
+  const std::int64_t oh = a.h + 2 * a.pad - a.kh + 1, ow = a.wd + 2 * a.pad - a.kw + 1, q = a.c * a.kh * a.kw;
+  const GemmLaunch p{a.o, oh * ow, q, oh * ow, a.out};
+  if (a.xIsBF16)
+    launchProduct(g, kName, a.compute, ProductArgs<PatchB<BF16Image>>{p, DenseA{a.w, q},
+        PatchB<BF16Image>{BF16Image{static_cast<const std::uint16_t*>(a.x)}, a.h, a.wd, a.kh, a.kw, a.pad, ow}});
+  else
+    launchProduct(g, kName, a.compute, ProductArgs<PatchB<F32Image>>{p, DenseA{a.w, q},
+        PatchB<F32Image>{F32Image{static_cast<const float*>(a.x)}, a.h, a.wd, a.kh, a.kw, a.pad, ow}});
 }
 
-void conv(int device, DType compute, const float* w, const void* x, bool xIsBF16, std::int64_t o, std::int64_t c,
-          std::int64_t h, std::int64_t wd, std::int64_t kh, std::int64_t kw, std::int64_t pad, float* out) {
-  detail::useDevice(device, "gizml::lazyConv");
-  const std::int64_t oh = h + 2 * pad - kh + 1, ow = wd + 2 * pad - kw + 1, q = c * kh * kw;
-  if (xIsBF16) launchGemm(compute, o, oh * ow, q, DenseA{w, q}, PatchB<true>{x, h, wd, kh, kw, pad, ow}, out, oh * ow);
-  else launchGemm(compute, o, oh * ow, q, DenseA{w, q}, PatchB<false>{x, h, wd, kh, kw, pad, ow}, out, oh * ow);
-  checkLaunch("gizml::lazyConv (implicit GEMM)");
+void EpilogueStore::cuda(const Gpu& g, const Args& a) {
+  if (a.rows * a.cols == 0) return;
+  detail::launch(g, kName, epilogueKernel, detail::Grid::forItems(a.rows * a.cols), a);
 }
 
-void epilogue(int device, const float* c, std::int64_t rows, std::int64_t cols, const Epilogue& e, void* out,
-              DType outDType) {
-  if (rows * cols == 0) return;
-  detail::useDevice(device, "gizml::Lazy::store");
-  const int kind = outDType == DType::F32 ? 0 : outDType == DType::BF16 ? 1 : 2;
-  epilogueKernel<<<gridFor(rows * cols, 256), 256>>>(c, rows, cols, e, out, kind);
-  checkLaunch("gizml::Lazy::store (epilogue)");
+void PatchRows::cuda(const Gpu& g, const Args& a) {
+  if (count(a) == 0) return;
+  detail::launch(g, kName, patchRowsKernel, detail::Grid::forItems(count(a)), a);
 }
 
-void patchRows(int device, const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh,
-               std::int64_t kw, std::int64_t pad, std::int64_t r0, std::int64_t r1, void* out, DType dtype) {
-  detail::useDevice(device, "gizml::netops::patchRows");
-  const std::int64_t total = c * kh * kw * (r1 - r0) * (w + 2 * pad - kw + 1);
-  patchRowsKernel<<<gridFor(total, 256), 256>>>(x, c, h, w, kh, kw, pad, r0, r1, out, dtype == DType::BF16);
-  checkLaunch("gizml::netops::patchRows");
-}
-
-}  // namespace gizml::netops::lazy::cuda
+}  // namespace gizml::netops::gemm

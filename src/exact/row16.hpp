@@ -1,0 +1,278 @@
+// The shared row type (SPEC §1.3): a row's reductions and its per-element steps, written once for
+// the two forms a row takes:
+//   HostRow (host)  16 float lanes (f32x16) a step; lanes past the row's end take no step.
+//   WarpRow (CUDA)  a half-warp: lane l walks elements l, l + 16, ...; then the tree 8, 4, 2, 1
+//                   by shfl_xor, which is the SPEC's lane[i] += lane[i + h] (addition commutes).
+// An op's row function is a template on the row type, called by the host's OpenMP loop (hostRows,
+// below) and by the kernel (rowsKernel, core/cuda_rows.cuh), so its formula and its order are
+// written once. The literal reference (tests/reference/) never uses this file: that is what makes
+// "host = reference" a check.
+//
+// A row function sees
+//   row.n                          the row's length
+//   row.sum16(term)                sum16 of term(at) over the row
+//   row.dot16(term)                dot16, term(at) returning factors(a, b)
+//   row.reduce(out, step)          N sums in one pass: step(at, acc) updates acc[0 .. N)
+//   row.forEach(body)              body(at) for each step, in order
+//   row.argmax(x), row.maxValue(x) the SPEC's argmax of a row, and the value there
+//   row.leader()                   true on one lane: the one that writes the row's scalars
+// and `at`, one step's lanes: at.load(p), at.store(p, v), at.stream(p, v) (a streaming store
+// where the host loop asked for them), at.oneHot(index) (1 at that element, else +0).
+#pragma once
+
+#include <cstdint>
+
+#include "exact/hd.hpp"
+#include "exact/order.hpp"
+
+namespace gizml::exact {
+
+/// dot16's two factors of one step.
+template <class F>
+struct Factors {
+  F a, b;
+};
+template <class F>
+GIZML_HD Factors<F> factors(F a, F b) {
+  return {a, b};
+}
+
+#if !defined(__CUDACC__)
+
+// ---- the host's form ------------------------------------------------------------------------------
+
+/// sum16's tree over the 16 lanes of an accumulator.
+inline float treeSum16(f32x16 acc) {
+  float lanes[16];
+  std::memcpy(lanes, &acc, sizeof lanes);
+  return treeSum16(lanes);
+}
+
+#define GIZML_ROW inline __attribute__((always_inline))
+
+struct HostRow {
+  using F = f32x16;
+  std::int64_t n;
+  bool streamStores = false;  // outputs far past the caches: at.stream() bypasses them
+
+  /// Elements [i, i + count) of the row, count <= 16; the lanes past count load +0 and are never stored.
+  struct At {
+    std::int64_t i, count;
+    bool streaming;
+    GIZML_ROW F load(const float* row) const { return load16(row + i, count); }
+    GIZML_ROW void store(float* row, F v) const { store16(row + i, v, count); }
+    GIZML_ROW void stream(float* row, F v) const {
+      if (streaming && count == 16) streamStore16(row + i, v);
+      else store16(row + i, v, count);
+    }
+    GIZML_ROW F oneHot(std::int64_t index) const {
+      const std::int64_t d = index - i;
+      if (d < 0 || d >= count) return F{};
+      return select(laneIndex() == static_cast<std::int32_t>(d), splat(1.0f), F{});
+    }
+  };
+
+  GIZML_ROW bool leader() const { return true; }
+
+  template <int N, class Step>
+  GIZML_ROW void reduce(float (&out)[N], Step step) const {
+    F acc[N] = {};
+    std::int64_t i = 0;
+    for (; i + 16 <= n; i += 16) step(At{i, 16, false}, acc);
+    if (i < n) {
+      // The partial last step: lanes past the row keep their accumulators as they are, like the
+      // SPEC's lanes that have no element there (an fma of +0 would turn a -0 lane into +0).
+      F next[N];
+      for (int k = 0; k < N; ++k) next[k] = acc[k];
+      step(At{i, n - i, false}, next);
+      const auto inRow = laneIndex() < static_cast<std::int32_t>(n - i);
+      for (int k = 0; k < N; ++k) acc[k] = select(inRow, next[k], acc[k]);
+    }
+    for (int k = 0; k < N; ++k) out[k] = treeSum16(acc[k]);
+  }
+
+  template <class Term>
+  GIZML_ROW float sum16(Term term) const {
+    float s[1];
+    reduce(s, [&](const At& at, F(&acc)[1]) { acc[0] = acc[0] + term(at); });
+    return s[0];
+  }
+
+  template <class Term>
+  GIZML_ROW float dot16(Term term) const {
+    float s[1];
+    reduce(s, [&](const At& at, F(&acc)[1]) {
+      const Factors<F> f = term(at);
+      acc[0] = fmaLane(f.a, f.b, acc[0]);
+    });
+    return s[0];
+  }
+
+  template <class Body>
+  GIZML_ROW void forEach(Body body) const {
+    for (std::int64_t i = 0; i < n; i += 16) body(At{i, n - i < 16 ? n - i : 16, streamStores});
+  }
+
+  /// The lowest index of the row's largest non-NaN value; 0 for a row of NaN (SPEC §1.3).
+  std::int64_t argmax(const float* x) const {
+    const float m = maxOfLanes(x);
+    // The first element equal to the maximum (+0 and -0 are equal: ties between them take the
+    // lower index too). None is equal only when every value is NaN.
+    for (std::int64_t i = 0; i < n; i += 16) {
+      const i32x16 hit = load16(x + i, n - i) == m;
+      for (std::int64_t l = 0; l < 16 && i + l < n; ++l)
+        if (hit[l]) return i + l;
+    }
+    return 0;
+  }
+
+  /// x[argmax(x)], without the index's pass when the maximum's bits are its only ones (a zero's
+  /// sign, or -inf that may stand for "every value is NaN", need the index).
+  float maxValue(const float* x) const {
+    const float m = maxOfLanes(x);
+    return (m == 0.0f || m == -INFINITY) ? x[argmax(x)] : m;
+  }
+
+ private:
+  /// The largest non-NaN value, -inf for a row of NaN (NaN is never greater: it never enters).
+  float maxOfLanes(const float* x) const {
+    const F negInf = splat(-INFINITY);
+    F best = negInf;
+    for (std::int64_t i = 0; i < n; i += 16) {
+      F v = load16(x + i, n - i);
+      if (n - i < 16) v = select(laneIndex() < static_cast<std::int32_t>(n - i), v, negInf);
+      best = select(v > best, v, best);
+    }
+    float m = -INFINITY;
+    for (int l = 0; l < 16; ++l) m = best[l] > m ? best[l] : m;
+    return m;
+  }
+};
+
+/// The host's loop over rows: OpenMP splits the rows, never a row, so the thread count changes no
+/// bit. Kernel::Args holds `rows` and `n`; Kernel::row(HostRow, args, r) computes row r.
+template <class Kernel>
+void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r);
+}
+
+#undef GIZML_ROW
+
+#else  // __CUDACC__
+
+// ---- the GPU's form: a half-warp -----------------------------------------------------------------------
+// Its members are __host__ __device__ so that the GIZML_HD row functions instantiated with it
+// compile in nvcc's host pass too; only the kernels run them.
+
+struct WarpRow {
+  using F = float;
+  std::int64_t n;
+  int lane;       // 0 .. 15
+  unsigned mask;  // this half-warp's 16 lanes
+
+  struct At {
+    std::int64_t i;
+    GIZML_HD float load(const float* row) const { return row[i]; }
+    GIZML_HD void store(float* row, float v) const { row[i] = v; }
+    GIZML_HD void stream(float* row, float v) const { row[i] = v; }
+    GIZML_HD float oneHot(std::int64_t index) const { return i == index ? 1.0f : 0.0f; }
+  };
+
+  GIZML_HD bool leader() const { return lane == 0; }
+
+  /// sum16's tree across the half-warp; every lane ends with lane 0's value.
+  GIZML_HD float tree(float v) const {
+#if defined(__CUDA_ARCH__)
+    for (int h = 8; h >= 1; h /= 2) v += __shfl_xor_sync(mask, v, h, 16);
+#endif
+    return v;
+  }
+
+  template <int N, class Step>
+  GIZML_HD void reduce(float (&out)[N], Step step) const {
+    float acc[N];
+    for (int k = 0; k < N; ++k) acc[k] = 0.0f;
+    for (std::int64_t i = lane; i < n; i += 16) step(At{i}, acc);
+    for (int k = 0; k < N; ++k) out[k] = tree(acc[k]);
+  }
+
+  template <class Term>
+  GIZML_HD float sum16(Term term) const {
+    float s[1];
+    reduce(s, [&](const At& at, float(&acc)[1]) { acc[0] = acc[0] + term(at); });
+    return s[0];
+  }
+
+  template <class Term>
+  GIZML_HD float dot16(Term term) const {
+    float s[1];
+    reduce(s, [&](const At& at, float(&acc)[1]) {
+      const Factors<float> f = term(at);
+      acc[0] = fmaf(f.a, f.b, acc[0]);
+    });
+    return s[0];
+  }
+
+  template <class Body>
+  GIZML_HD void forEach(Body body) const {
+    for (std::int64_t i = lane; i < n; i += 16) body(At{i});
+  }
+
+  /// Each lane keeps its best (value, index), then the half-warp combines them; argmaxBetter is
+  /// order-free, so this is the SPEC's argmax whatever the grouping.
+  GIZML_HD std::int64_t argmax(const float* x) const {
+    float best = NAN;
+    long long at = n;  // "none yet"
+    for (std::int64_t i = lane; i < n; i += 16)
+      if (argmaxBetter(x[i], i, best, at)) {
+        best = x[i];
+        at = i;
+      }
+#if defined(__CUDA_ARCH__)
+    for (int h = 8; h >= 1; h /= 2) {
+      const float ov = __shfl_xor_sync(mask, best, h, 16);
+      const long long oi = __shfl_xor_sync(mask, at, h, 16);
+      if (argmaxBetter(ov, oi, best, at)) {
+        best = ov;
+        at = oi;
+      }
+    }
+#endif
+    return at == n ? 0 : at;
+  }
+
+  GIZML_HD float maxValue(const float* x) const { return x[argmax(x)]; }
+};
+
+#endif  // __CUDACC__
+
+// ---- statistics on either form --------------------------------------------------------------------------
+
+/// layerNorm's row statistics: mean = sum16(x) / n; d = x - mean; var = dot16(d, d) / n;
+/// rstd = 1 / sqrt(var + eps).
+struct MeanRstd {
+  float mean, rstd;
+};
+template <class Row>
+GIZML_HD MeanRstd layerNormStats(const Row& row, const float* x, float eps) {
+  const float nf = static_cast<float>(row.n);
+  const float mean = row.sum16([&](const auto& at) { return at.load(x); }) / nf;
+  const float var = row.dot16([&](const auto& at) {
+    const auto d = at.load(x) - mean;
+    return factors(d, d);
+  }) / nf;
+  return {mean, 1.0f / sqrtf(var + eps)};
+}
+
+/// The RMS norm's scale: rsqrt(dot16(x, x) / n + eps), rsqrt(v) being 1 / sqrt(v).
+template <class Row>
+GIZML_HD float rmsScale(const Row& row, const float* x, float eps) {
+  const float meanSquare = row.dot16([&](const auto& at) {
+    const auto v = at.load(x);
+    return factors(v, v);
+  }) / static_cast<float>(row.n);
+  return 1.0f / sqrtf(meanSquare + eps);
+}
+
+}  // namespace gizml::exact

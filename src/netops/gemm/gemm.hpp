@@ -1,0 +1,164 @@
+// The exact product family (Lazy products, affine, patches): the epilogue formulas host and CUDA
+// share, the epilogue as data for a kernel, and each kernel's struct (core/dispatch.hpp): its
+// arguments, its host path (host.cpp: the packed GEMM, the patches, the epilogue over 16 lanes)
+// and its launcher (cuda.cu).
+#pragma once
+
+#include <cstdint>
+
+#include "exact/convert.hpp"
+#include "exact/hd.hpp"
+#include "exact/math.hpp"
+#include "gizml/dtype.hpp"
+#include "gizml/gpu.hpp"
+#include "gizml/lazy.hpp"
+
+namespace gizml::netops::gemm {
+
+using Op = Lazy::Op;
+
+/// One epilogue step on an element (or 16 lanes of them): `operand` is the bias or residual
+/// element for those ops, `value` the scale.
+template <class F>
+GIZML_HD F epilogueStep(Op op, F v, F operand, float value) {
+  switch (op) {
+    case Op::Bias:
+    case Op::Residual: return v + operand;
+    case Op::Scale: return v * value;
+    case Op::Silu: return exact::siluLanes(v);
+    case Op::Gelu: return exact::geluTanhLanes(v);
+    case Op::Relu: break;
+  }
+  return exact::reluLanes(v);
+}
+
+/// The epilogue as plain data, for a kernel argument.
+constexpr int kMaxSteps = 12;
+struct EpilogueStepData {
+  Op op;
+  float value;
+  const float* data;  // bias [columns] (or [rows] when biasPerRow), residual [rows, columns]
+};
+struct Epilogue {
+  int count = 0;
+  bool biasPerRow = false;  // a convolution's bias is per output channel, its output's row
+  EpilogueStepData steps[kMaxSteps];
+};
+
+/// The epilogue of element (row, col) of a [rows, cols] output, on one float.
+GIZML_HD float applyEpilogue(const Epilogue& e, float v, std::int64_t row, std::int64_t col, std::int64_t cols) {
+  for (int s = 0; s < e.count; ++s) {
+    const EpilogueStepData& st = e.steps[s];
+    float operand = 0.0f;
+    if (st.op == Op::Bias) operand = st.data[e.biasPerRow ? row : col];
+    else if (st.op == Op::Residual) operand = st.data[row * cols + col];
+    v = epilogueStep(st.op, v, operand, st.value);
+  }
+  return v;
+}
+
+/// The stored value of an F32 result in the output dtype (BF16 or F16), as raw bits.
+GIZML_HD std::uint16_t toHalfBits(float v, bool bf16) { return bf16 ? exact::floatToBF16(v) : exact::floatToF16(v); }
+
+/// A's operand rounded as `compute` asks (BF16 or F16; F32 keeps it): the host's BF16 compute
+/// rounds the operands, then runs the exact chain.
+GIZML_HD float roundOperand(float v, DType compute) {
+  if (compute == DType::BF16) return exact::roundToBF16(v);
+  if (compute == DType::F16) return exact::f16ToFloat(exact::floatToF16(v));
+  return v;
+}
+
+// ---- the kernels ----------------------------------------------------------------------------------------
+
+/// C [m, n] (row stride ldc) = the chain over k of a [m, k] (row stride lda) times b, where b's
+/// element (j, p) — column j of C, step p of the chain — is b[j * bsN + p * bsK]. F32 compute is
+/// exact everywhere: on the host a packed, register-blocked micro-kernel whose accumulators are
+/// loaded from C between k blocks (each element one chain; threads split rows and columns of C,
+/// never k), on a GPU the SIMT kernel (one thread an element's chain). BF16 / F16 compute rounds
+/// the operands on the host and runs on matrix cores (mma.sync) on a GPU (fast).
+struct Gemm {
+  static constexpr const char* kName = "gizml::Lazy::store (GEMM)";
+  struct Args {
+    DType compute;
+    std::int64_t m, n, k;
+    const float* a;
+    std::int64_t lda;
+    const float* b;
+    std::int64_t bsN, bsK;
+    float* c;
+    std::int64_t ldc;
+  };
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// out [o, oh ow] = w [o, c kh kw] times the patches of x [c, h, w] (stride 1, pad): on the host
+/// patchRows then the GEMM; on a GPU the product reads the patches from x as it fills its tiles
+/// (implicit GEMM). `xIsBF16`: x holds BF16 bits.
+struct ConvProduct {
+  static constexpr const char* kName = "gizml::lazyConv (product)";
+  struct Args {
+    DType compute;
+    const float* w;
+    const void* x;
+    bool xIsBF16;
+    std::int64_t o, c, h, wd, kh, kw, pad;
+    float* out;
+  };
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// out = the epilogue of c [rows, cols], stored as outDType (F32, BF16 or F16).
+struct EpilogueStore {
+  static constexpr const char* kName = "gizml::Lazy::store (epilogue)";
+  struct Args {
+    const float* c;
+    std::int64_t rows, cols;
+    Epilogue e;
+    void* out;
+    DType outDType;
+  };
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// A patch entry (q, pixel) = (ch kh kw + i kw + j, oy ow + ox) of an image [c, h, w] read by
+/// `image(at)` (F32Image or BF16Image): image[ch, oy + i - pad, ox + j - pad], +0 outside.
+template <class Image>
+GIZML_HD float patchValue(const Image& image, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
+                          std::int64_t pad, std::int64_t ow, std::int64_t pixel, std::int64_t q) {
+  const std::int64_t ch = q / (kh * kw), i = (q / kw) % kh, j = q % kw;
+  const std::int64_t y = pixel / ow + i - pad, xx = pixel % ow + j - pad;
+  return (y < 0 || y >= h || xx < 0 || xx >= w) ? 0.0f : image((ch * h + y) * w + xx);
+}
+struct F32Image {
+  const float* p;
+  GIZML_HD float operator()(std::int64_t at) const { return p[at]; }
+};
+struct BF16Image {
+  const std::uint16_t* p;
+  GIZML_HD float operator()(std::int64_t at) const { return exact::bf16ToFloat(p[at]); }
+};
+
+/// patchRows of x [c, h, w] into out [c kh kw, (r1 - r0) ow] (F32 or BF16).
+struct PatchRows {
+  static constexpr const char* kName = "gizml::netops::patchRows";
+  struct Args {
+    const float* x;
+    std::int64_t c, h, w, kh, kw, pad, r0, r1;
+    void* out;
+    DType dtype;
+  };
+  GIZML_HD static std::int64_t ow(const Args& a) { return a.w + 2 * a.pad - a.kw + 1; }
+  GIZML_HD static std::int64_t count(const Args& a) { return a.c * a.kh * a.kw * (a.r1 - a.r0) * ow(a); }
+  /// Output element e (row q, column p of [c kh kw, (r1 - r0) ow]), as the kernel indexes it.
+  GIZML_HD static float element(const Args& a, std::int64_t e) {
+    const std::int64_t cols = (a.r1 - a.r0) * ow(a), q = e / cols, pixel = e % cols + a.r0 * ow(a);
+    return patchValue(F32Image{a.x}, a.h, a.w, a.kh, a.kw, a.pad, ow(a), pixel, q);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+}  // namespace gizml::netops::gemm
