@@ -43,6 +43,11 @@ void cudaCheck(int status, const char* function);
 void cudaGatherForTest(const Gpu& g, const float* src, std::int64_t n, const float* index, std::int64_t count,
                        float* out);
 
+/// Test-only: out[i] = f(the float whose bits are firstBits + i) for i < count, on the GPU, by the
+/// same GIZML_HD source the host runs (the device sweep over all 2^32 floats compares them).
+enum class MathForTest { Exp, Log, Silu, Sigmoid, GeluTanh };
+void cudaMathForTest(const Gpu& g, MathForTest f, std::uint32_t firstBits, std::int64_t count, float* out);
+
 /// a * b + c as the library's own compiler flags build it (tests/build_flags_test.cpp: it must not
 /// be fused into one fma).
 float hostMultiplyAdd(float a, float b, float c);

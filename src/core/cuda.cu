@@ -10,6 +10,7 @@
 
 #include "core/backend.hpp"
 #include "core/cuda_launch.cuh"
+#include "exact/math.hpp"
 #include "exact/philox.hpp"
 #include "gizml/error.hpp"
 
@@ -201,6 +202,28 @@ __global__ void gatherForTestKernel(const GatherArgs a, const ErrorFlag flag) {
   a.out[i] = flag.inRange(0, j, a.n) ? a.src[j] : 0.0f;
 }
 
+struct MathArgs {
+  MathForTest f;
+  std::uint32_t firstBits;
+  std::int64_t count;
+  float* out;
+};
+
+__global__ void mathForTestKernel(const MathArgs a) {
+  const std::int64_t i = globalThread();
+  if (i >= a.count) return;
+  const float x = exact::fromBits(a.firstBits + static_cast<std::uint32_t>(i));
+  float y = 0.0f;
+  switch (a.f) {
+    case MathForTest::Exp: y = exact::exp(x); break;
+    case MathForTest::Log: y = exact::log(x); break;
+    case MathForTest::Silu: y = exact::silu(x); break;
+    case MathForTest::Sigmoid: y = exact::sigmoid(x); break;
+    case MathForTest::GeluTanh: y = exact::geluTanh(x); break;
+  }
+  a.out[i] = y;
+}
+
 struct MultiplyAddArgs {
   float a, b, c;
   float* out;
@@ -222,6 +245,10 @@ void cudaGatherForTest(const Gpu& g, const float* src, std::int64_t n, const flo
   if (count == 0) return;
   launchChecked(g, "gizml::detail::gatherForTest", {"index"}, gatherForTestKernel, Grid::forItems(count),
                 GatherArgs{src, n, index, count, out});
+}
+
+void cudaMathForTest(const Gpu& g, MathForTest f, std::uint32_t firstBits, std::int64_t count, float* out) {
+  if (count > 0) launch(g, "gizml::detail::mathForTest", mathForTestKernel, Grid::forItems(count), MathArgs{f, firstBits, count, out});
 }
 
 float cudaMultiplyAdd(int device, float a, float b, float c) {

@@ -72,6 +72,7 @@ void cudaGatherForTest(const Gpu&, const float*, std::int64_t, const float*, std
   noCuda("gizml::detail::gatherForTest");
 }
 void cudaCheck(int, const char*) {}
+void cudaMathForTest(const Gpu&, MathForTest, std::uint32_t, std::int64_t, float*) { noCuda("gizml::detail::mathForTest"); }
 float cudaMultiplyAdd(int, float, float, float) { noCuda("gizml::detail::cudaMultiplyAdd"); }
 }  // namespace gizml::detail
 #endif

@@ -113,4 +113,14 @@ void dropout(const float* x, std::int64_t count, Key key, double p, float* y) {
     y[i] = key.uniform(static_cast<std::uint64_t>(i)) >= p32 ? x[i] * factor : 0.0f;
 }
 
+void rmsNorm(const float* x, const float* w, double eps, std::int64_t rows, std::int64_t n, float* y, float* rstd) {
+  const float eps32 = static_cast<float>(eps);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    const float scale = 1.0f / std::sqrt(dot16(xr, xr, n) / static_cast<float>(n) + eps32);
+    for (std::int64_t i = 0; i < n; ++i) y[r * n + i] = (xr[i] * scale) * w[i];
+    rstd[r] = scale;
+  }
+}
+
 }  // namespace gizml::reference

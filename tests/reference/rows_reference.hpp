@@ -20,6 +20,8 @@ void layerNorm(const float* x, const float* w, const float* b, double eps, std::
                float* y, float* mean, float* rstd);
 void layerNormGrad(const float* dy, const float* x, const float* w, const float* mean, const float* rstd,
                    std::int64_t rows, std::int64_t n, float* dx, float* dweight, float* dbias);
+/// scale = rsqrt(dot16(x, x) / n + F32(eps)); y = (x * scale) * w.
+void rmsNorm(const float* x, const float* w, double eps, std::int64_t rows, std::int64_t n, float* y, float* rstd);
 /// One row's loss: (m + log(s)) - x[label].
 float crossEntropyRow(const float* x, std::int64_t n, std::int64_t label);
 double crossEntropyLoss(const float* logits, std::int64_t rows, std::int64_t classes,
