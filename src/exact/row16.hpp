@@ -37,6 +37,30 @@ GIZML_HD Factors<F> factors(F a, F b) {
   return {a, b};
 }
 
+/// sum16 and dot16 of a row, on either form's reduce() (written once for both).
+template <class Row>
+struct RowSums {
+  template <class Term>
+  GIZML_HD float sum16(Term term) const {
+    using At = typename Row::At;
+    using F = typename Row::F;
+    float s[1];
+    static_cast<const Row&>(*this).reduce(s, [&](const At& at, F(&acc)[1]) { acc[0] = acc[0] + term(at); });
+    return s[0];
+  }
+  template <class Term>
+  GIZML_HD float dot16(Term term) const {
+    using At = typename Row::At;
+    using F = typename Row::F;
+    float s[1];
+    static_cast<const Row&>(*this).reduce(s, [&](const At& at, F(&acc)[1]) {
+      const Factors<F> f = term(at);
+      acc[0] = fmaLane(f.a, f.b, acc[0]);
+    });
+    return s[0];
+  }
+};
+
 #if !defined(__CUDACC__)
 
 // ---- the host's form ------------------------------------------------------------------------------
@@ -50,10 +74,12 @@ inline float treeSum16(f32x16 acc) {
 
 #define GIZML_ROW inline __attribute__((always_inline))
 
-struct HostRow {
+struct HostRow : RowSums<HostRow> {
   using F = f32x16;
   std::int64_t n;
-  bool streamStores = false;  // outputs far past the caches: at.stream() bypasses them
+  bool streamStores;  // outputs far past the caches: at.stream() bypasses them
+
+  GIZML_ROW HostRow(std::int64_t n_, bool streamStores_ = false) : n(n_), streamStores(streamStores_) {}
 
   /// Elements [i, i + count) of the row, count <= 16; the lanes past count load +0 and are never stored.
   struct At {
@@ -89,23 +115,6 @@ struct HostRow {
       for (int k = 0; k < N; ++k) acc[k] = select(inRow, next[k], acc[k]);
     }
     for (int k = 0; k < N; ++k) out[k] = treeSum16(acc[k]);
-  }
-
-  template <class Term>
-  GIZML_ROW float sum16(Term term) const {
-    float s[1];
-    reduce(s, [&](const At& at, F(&acc)[1]) { acc[0] = acc[0] + term(at); });
-    return s[0];
-  }
-
-  template <class Term>
-  GIZML_ROW float dot16(Term term) const {
-    float s[1];
-    reduce(s, [&](const At& at, F(&acc)[1]) {
-      const Factors<F> f = term(at);
-      acc[0] = fmaLane(f.a, f.b, acc[0]);
-    });
-    return s[0];
   }
 
   template <class Body>
@@ -165,11 +174,13 @@ void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
 // Its members are __host__ __device__ so that the GIZML_HD row functions instantiated with it
 // compile in nvcc's host pass too; only the kernels run them.
 
-struct WarpRow {
+struct WarpRow : RowSums<WarpRow> {
   using F = float;
   std::int64_t n;
   int lane;       // 0 .. 15
   unsigned mask;  // this half-warp's 16 lanes
+
+  GIZML_HD WarpRow(std::int64_t n_, int lane_, unsigned mask_) : n(n_), lane(lane_), mask(mask_) {}
 
   struct At {
     std::int64_t i;
@@ -195,23 +206,6 @@ struct WarpRow {
     for (int k = 0; k < N; ++k) acc[k] = 0.0f;
     for (std::int64_t i = lane; i < n; i += 16) step(At{i}, acc);
     for (int k = 0; k < N; ++k) out[k] = tree(acc[k]);
-  }
-
-  template <class Term>
-  GIZML_HD float sum16(Term term) const {
-    float s[1];
-    reduce(s, [&](const At& at, float(&acc)[1]) { acc[0] = acc[0] + term(at); });
-    return s[0];
-  }
-
-  template <class Term>
-  GIZML_HD float dot16(Term term) const {
-    float s[1];
-    reduce(s, [&](const At& at, float(&acc)[1]) {
-      const Factors<float> f = term(at);
-      acc[0] = fmaf(f.a, f.b, acc[0]);
-    });
-    return s[0];
   }
 
   template <class Body>
