@@ -1,0 +1,106 @@
+// The 2-d pooling cases (SPEC §3 "Convolution and pooling"): one pixel, overlapping windows,
+// strides larger than the window (pixels no window holds), the window as the image, a remainder
+// left out; NaN, ±inf, -0 next to +0, a tie and a window of NaN only.
+#include "reference/conv_reference.hpp"
+#include "registry/registry.hpp"
+#include "support/inputs.hpp"
+
+namespace gizml::registry {
+
+namespace {
+
+namespace ref = reference;
+
+struct PoolShape {
+  std::int64_t n, c, h, w, size, stride;
+  bool typical = false;
+  std::int64_t oh() const { return (h - size) / stride + 1; }
+  std::int64_t ow() const { return (w - size) / stride + 1; }
+  std::string name() const {
+    return "x " + dims({n, c, h, w}) + " size " + std::to_string(size) + " stride " + std::to_string(stride);
+  }
+};
+const PoolShape kShapes[] = {
+    {1, 1, 1, 1, 1, 1},    // one pixel
+    {2, 3, 6, 8, 2, 2},    // the usual 2x2 / 2
+    {1, 2, 7, 7, 3, 1},    // overlapping windows
+    {2, 2, 9, 10, 2, 3},   // stride > size: pixels no window holds
+    {1, 3, 9, 8, 3, 2},    // odd overlap
+    {2, 1, 5, 5, 5, 1},    // the window is the image
+    {1, 2, 17, 33, 4, 4},  // odd sizes, a remainder left out
+    {3, 5, 16, 16, 2, 1},
+    {5, 3, 11, 9, 3, 2},   // a batch of five
+    {4, 16, 64, 64, 3, 2, true},
+};
+
+Tensor poolInput(Key key, const PoolShape& s) {
+  return hostTensor(test::poolSpecials(key, s.n * s.c, s.h, s.w, s.size), {s.n, s.c, s.h, s.w});
+}
+
+/// Each case has two outputs: max, then average.
+const bool kKinds[] = {false, true};
+
+Case pool2dCase(const PoolShape& s) {
+  Case c{.op = "pool2d", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] { return Tensors{poolInput(Key{1, static_cast<std::uint32_t>(s.h * 100 + s.w)}, s)}; };
+  c.run = [s](const Tensors& in) {
+    Tensors out;
+    for (bool average : kKinds) out.push_back(netops::pool2d(in[0], s.size, s.stride, average));
+    return out;
+  };
+  c.reference = [s](const Tensors& in) {
+    const std::int64_t n = in[0].dim(0);
+    Tensors out;
+    for (bool average : kKinds) {
+      std::vector<float> y(n * s.c * s.oh() * s.ow());
+      ref::pool2d(valuesOf(in[0]).data(), n, s.c, s.h, s.w, s.size, s.stride, average, y.data());
+      out.push_back(hostTensor(y, {n, s.c, s.oh(), s.ow()}));
+    }
+    return out;
+  };
+  c.cut = {{{0, 1}}, {{0, 1}, {1, 1}}};
+  return c;
+}
+
+/// pool2dGrad(dy, x): dy random with an inf.
+Case pool2dGradCase(const PoolShape& s) {
+  Case c{.op = "pool2dGrad", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] {
+    auto dy = test::randomFloats(Key{3, static_cast<std::uint32_t>(s.h)}, s.n * s.c * s.oh() * s.ow());
+    if (dy.size() >= 4) dy[1] = test::kInf;
+    return Tensors{hostTensor(dy, {s.n, s.c, s.oh(), s.ow()}), poolInput(Key{2, static_cast<std::uint32_t>(s.h * 100 + s.w)}, s)};
+  };
+  c.run = [s](const Tensors& in) {
+    Tensors out;
+    for (bool average : kKinds) out.push_back(netops::pool2dGrad(in[0], in[1], s.size, s.stride, average));
+    return out;
+  };
+  c.reference = [s](const Tensors& in) {
+    const std::int64_t n = in[1].dim(0);
+    Tensors out;
+    for (bool average : kKinds) {
+      std::vector<float> dx(in[1].numel());
+      ref::pool2dGrad(valuesOf(in[0]).data(), valuesOf(in[1]).data(), n, s.c, s.h, s.w, s.size, s.stride, average,
+                      dx.data());
+      out.push_back(hostTensor(dx, in[1].shape()));
+    }
+    return out;
+  };
+  c.cut = {{{0, 1}, {1, 1}}, {{0, 1}, {1, 1}}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<Case> poolCases() {
+  std::vector<Case> cases;
+  for (const PoolShape& s : kShapes) {
+    cases.push_back(pool2dCase(s));
+    cases.push_back(pool2dGradCase(s));
+  }
+  return cases;
+}
+
+}  // namespace gizml::registry
