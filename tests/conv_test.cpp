@@ -6,6 +6,7 @@
 
 #include "netops/conv/conv.hpp"
 #include "reference/conv_reference.hpp"
+#include "registry/shapes.hpp"
 #include "support/preamble.hpp"
 
 namespace {
@@ -14,48 +15,15 @@ std::vector<float> slice(const std::vector<float>& v, std::int64_t from, std::in
   return std::vector<float>(v.begin() + from, v.begin() + from + count);
 }
 
-// ---- 2-d cases ---------------------------------------------------------------------------------------
-
-struct Case2d {
-  std::int64_t n, c, h, w, kh, kw, stride, pad;
-  std::int64_t oh() const { return (h + 2 * pad - kh) / stride + 1; }
-  std::int64_t ow() const { return (w + 2 * pad - kw) / stride + 1; }
-  std::int64_t rows() const { return n * oh() * ow(); }
-  std::int64_t width() const { return c * kh * kw; }
-  std::string name() const {
-    return "x [" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
-           "] k " + std::to_string(kh) + "x" + std::to_string(kw) + " stride " + std::to_string(stride) + " pad " +
-           std::to_string(pad);
-  }
-};
-const Case2d kCases2d[] = {
-    {1, 1, 1, 1, 1, 1, 1, 0},   // one pixel
-    {2, 3, 5, 7, 3, 3, 1, 1},   // the usual 3x3, pad 1
-    {1, 2, 6, 5, 2, 3, 2, 0},   // stride 2, a non-square kernel
-    {2, 1, 9, 8, 2, 2, 3, 0},   // stride > kernel: pixels no window sees
-    {1, 2, 4, 5, 3, 3, 1, 2},   // pad 2: windows wholly in the padding
-    {1, 3, 3, 4, 5, 6, 1, 1},   // kernel = the padded image: one window
-    {3, 2, 17, 16, 4, 3, 2, 1}, // odd sizes
-    {1, 17, 6, 6, 3, 3, 3, 2},  // many channels, stride 3 pad 2
-};
-
-// ---- 1-d cases ---------------------------------------------------------------------------------------
-
-struct Case1d {
-  std::int64_t t, c, k, stride, pad, dilation;
-  std::int64_t ot() const { return (t + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
-  std::string name() const {
-    return "x [" + std::to_string(t) + ", " + std::to_string(c) + "] k " + std::to_string(k) + " stride " +
-           std::to_string(stride) + " pad " + std::to_string(pad) + " dilation " + std::to_string(dilation);
-  }
-};
-const Case1d kCases1d[] = {
-    {1, 1, 1, 1, 0, 1},  {9, 3, 3, 1, 0, 1},  {11, 4, 3, 2, 1, 1}, {10, 3, 3, 1, 2, 2}, {16, 2, 2, 2, 1, 3},
-    {13, 5, 2, 3, 0, 1},  // stride > k
-    {4, 3, 6, 1, 1, 1},   // k = t + 2 pad: one row
-    {5, 2, 3, 1, 2, 2},   // dilated kernel = the padded input
-    {33, 7, 5, 2, 2, 3}, {40, 17, 4, 1, 1, 1},
-};
+// The registry's shape lists (tests/registry/shapes.hpp).
+using Case2d = gizml::registry::Shape2d;
+using Case1d = gizml::registry::Shape1d;
+using ConvCase = gizml::registry::Conv1dShape;
+using TransposeCase = gizml::registry::TransposeShape;
+const auto& kCases2d = gizml::registry::kShapes2d;
+const auto& kCases1d = gizml::registry::kShapes1d;
+const auto& kConvCases = gizml::registry::kConv1dShapes;
+const auto& kTransposeCases = gizml::registry::kTransposeShapes;
 
 }  // namespace
 
@@ -144,17 +112,6 @@ TEST(Im2col1d, AdjointIdentityInFloat64) {
 // ---- conv1d ---------------------------------------------------------------------------------------------
 
 namespace {
-
-struct ConvCase {
-  Case1d g;
-  std::int64_t o;
-  bool bias;
-};
-const ConvCase kConvCases[] = {
-    {{1, 1, 1, 1, 0, 1}, 1, false}, {{9, 3, 3, 1, 0, 1}, 4, true},   {{11, 4, 3, 2, 1, 1}, 16, true},
-    {{10, 3, 3, 1, 2, 2}, 17, false}, {{16, 2, 2, 2, 1, 3}, 33, true}, {{13, 5, 2, 3, 0, 1}, 15, true},
-    {{4, 3, 6, 1, 1, 1}, 2, true},   {{5, 2, 3, 1, 2, 2}, 31, false}, {{40, 17, 4, 1, 1, 1}, 48, true},
-};
 
 /// The float64 value of conv1d's output (r, oc) and the sum of its terms' magnitudes.
 std::pair<double, double> conv1d64(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
@@ -285,22 +242,6 @@ TEST(Conv1d, MatchesPyTorch) {
 
 // ---- convTranspose1d ------------------------------------------------------------------------------------
 
-namespace {
-struct TransposeCase {
-  std::int64_t n, c, o, k, stride, pad;
-  bool bias;
-  std::int64_t length() const { return (n - 1) * stride - 2 * pad + k; }
-  std::string name() const {
-    return "x [" + std::to_string(n) + ", " + std::to_string(c) + "] o " + std::to_string(o) + " k " +
-           std::to_string(k) + " stride " + std::to_string(stride) + " pad " + std::to_string(pad) +
-           (bias ? " bias" : "");
-  }
-};
-const TransposeCase kTransposeCases[] = {
-    {1, 1, 1, 1, 1, 0, false}, {5, 3, 4, 3, 1, 0, true},  {6, 3, 16, 4, 2, 1, true}, {5, 4, 17, 5, 3, 2, false},
-    {4, 2, 33, 2, 3, 0, true}, {1, 3, 2, 3, 2, 1, true},  {9, 20, 7, 3, 1, 1, true}, {3, 2, 5, 7, 2, 3, true},
-};
-}  // namespace
 
 TEST(ConvTranspose1d, AccuracyAgainstFloat64) {
   // |y - y64| <= (c + k + 1) 2^-23 (sum |x w| + |bias|): each cols chain, the adds of col2im1d and

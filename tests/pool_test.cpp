@@ -5,31 +5,14 @@
 
 #include "netops/pool/pool.hpp"
 #include "reference/conv_reference.hpp"
+#include "registry/shapes.hpp"
 #include "support/preamble.hpp"
 
 namespace {
 
-struct PoolCase {
-  std::int64_t n, c, h, w, size, stride;
-  std::int64_t oh() const { return (h - size) / stride + 1; }
-  std::int64_t ow() const { return (w - size) / stride + 1; }
-  std::int64_t count() const { return n * c * h * w; }
-  std::int64_t outCount() const { return n * c * oh() * ow(); }
-  std::string name() const {
-    return "x [" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
-           "] size " + std::to_string(size) + " stride " + std::to_string(stride);
-  }
-};
-const PoolCase kCases[] = {
-    {1, 1, 1, 1, 1, 1},    // one pixel
-    {2, 3, 6, 8, 2, 2},    // the usual 2x2 / 2
-    {1, 2, 7, 7, 3, 1},    // overlapping windows
-    {2, 2, 9, 10, 2, 3},   // stride > size: pixels no window holds
-    {1, 3, 9, 8, 3, 2},    // odd overlap
-    {2, 1, 5, 5, 5, 1},    // the window is the image
-    {1, 2, 17, 33, 4, 4},  // odd sizes, a remainder left out
-    {3, 5, 16, 16, 2, 1},
-};
+// The registry's shape list (tests/registry/shapes.hpp).
+using PoolCase = gizml::registry::PoolShape;
+const auto& kCases = gizml::registry::kPoolShapes;
 
 std::vector<float> withSpecials(Key key, const PoolCase& c) {
   return gizml::test::poolSpecials(key, c.n * c.c, c.h, c.w, c.size);

@@ -3,6 +3,7 @@
 // the padded input, dilation, odd sizes and many channels; NaN / ±inf / -0 in the data.
 #include "reference/conv_reference.hpp"
 #include "registry/registry.hpp"
+#include "registry/shapes.hpp"
 #include "support/inputs.hpp"
 
 namespace gizml::registry {
@@ -16,29 +17,6 @@ Tensor special(Key key, const Shape& shape) { return hostTensor(withSpecials(key
 std::string num(std::int64_t v) { return std::to_string(v); }
 
 // ---- im2col / col2im -----------------------------------------------------------------------------------
-
-struct Shape2d {
-  std::int64_t n, c, h, w, kh, kw, stride, pad;
-  bool typical = false;
-  std::int64_t oh() const { return (h + 2 * pad - kh) / stride + 1; }
-  std::int64_t ow() const { return (w + 2 * pad - kw) / stride + 1; }
-  std::int64_t width() const { return c * kh * kw; }
-  std::string name() const {
-    return "x " + dims({n, c, h, w}) + " k " + num(kh) + "x" + num(kw) + " stride " + num(stride) + " pad " + num(pad);
-  }
-};
-const Shape2d kShapes2d[] = {
-    {1, 1, 1, 1, 1, 1, 1, 0},    // one pixel
-    {2, 3, 5, 7, 3, 3, 1, 1},    // the usual 3x3, pad 1
-    {1, 2, 6, 5, 2, 3, 2, 0},    // stride 2, a non-square kernel
-    {2, 1, 9, 8, 2, 2, 3, 0},    // stride > kernel: pixels no window sees
-    {1, 2, 4, 5, 3, 3, 1, 2},    // pad 2: windows wholly in the padding
-    {1, 3, 3, 4, 5, 6, 1, 1},    // kernel = the padded image: one window
-    {3, 2, 17, 16, 4, 3, 2, 1},  // odd sizes
-    {1, 17, 6, 6, 3, 3, 3, 2},   // many channels, stride 3 pad 2
-    {4, 3, 9, 7, 3, 2, 2, 1},    // a batch of four
-    {2, 8, 20, 20, 3, 3, 1, 1, true},
-};
 
 Case im2colCase(const Shape2d& s) {
   Case c{.op = "im2col", .name = s.name()};
@@ -76,22 +54,6 @@ Case col2imCase(const Shape2d& s) {
 }
 
 // ---- the 1-d ops -------------------------------------------------------------------------------------------
-
-struct Shape1d {
-  std::int64_t t, c, k, stride, pad, dilation;
-  std::int64_t ot() const { return (t + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
-  std::string name() const {
-    return "x " + dims({t, c}) + " k " + num(k) + " stride " + num(stride) + " pad " + num(pad) + " dilation " +
-           num(dilation);
-  }
-};
-const Shape1d kShapes1d[] = {
-    {1, 1, 1, 1, 0, 1},   {9, 3, 3, 1, 0, 1}, {11, 4, 3, 2, 1, 1}, {10, 3, 3, 1, 2, 2}, {16, 2, 2, 2, 1, 3},
-    {13, 5, 2, 3, 0, 1},  // stride > k
-    {4, 3, 6, 1, 1, 1},   // k = t + 2 pad: one row
-    {5, 2, 3, 1, 2, 2},   // dilated kernel = the padded input
-    {33, 7, 5, 2, 2, 3},  {40, 17, 4, 1, 1, 1},
-};
 
 /// im2col1d's (first, count) slices: everything, a middle slice, an empty one, the last row, the
 /// tail from first, and the empty tail; each one an output.
@@ -141,9 +103,12 @@ std::vector<Tensor> biasArg(const Tensors& in, bool bias) { return bias ? std::v
 const float* biasData(const std::vector<float>& b, bool bias) { return bias ? b.data() : nullptr; }
 
 /// conv1d(x [t, c], w [o, c, k], bias [o] or none).
-Case conv1dCase(const Shape1d& s, std::int64_t o, bool bias, bool typical) {
+Case conv1dCase(const Conv1dShape& shape) {
+  const Shape1d& s = shape.g;
+  const std::int64_t o = shape.o;
+  const bool bias = shape.bias;
   Case c{.op = "conv1d", .name = s.name() + " o " + num(o) + (bias ? " bias" : "")};
-  c.typical = typical;
+  c.typical = shape.typical;
   c.inputs = [s, o] {
     return Tensors{special(Key{20, static_cast<std::uint32_t>(s.t)}, {s.t, s.c}),
                    special(Key{21, static_cast<std::uint32_t>(o)}, {o, s.c, s.k}),
@@ -158,21 +123,6 @@ Case conv1dCase(const Shape1d& s, std::int64_t o, bool bias, bool typical) {
   };
   return c;
 }
-
-struct TransposeShape {
-  std::int64_t n, c, o, k, stride, pad;
-  bool bias, typical = false;
-  std::int64_t length() const { return (n - 1) * stride - 2 * pad + k; }
-  std::string name() const {
-    return "x " + dims({n, c}) + " o " + num(o) + " k " + num(k) + " stride " + num(stride) + " pad " + num(pad) +
-           (bias ? " bias" : "");
-  }
-};
-const TransposeShape kTransposeShapes[] = {
-    {1, 1, 1, 1, 1, 0, false}, {5, 3, 4, 3, 1, 0, true},  {6, 3, 16, 4, 2, 1, true}, {5, 4, 17, 5, 3, 2, false},
-    {4, 2, 33, 2, 3, 0, true}, {1, 3, 2, 3, 2, 1, true},  {9, 20, 7, 3, 1, 1, true}, {3, 2, 5, 7, 2, 3, true},
-    {128, 64, 48, 4, 2, 1, true, true},
-};
 
 Case convTranspose1dCase(const TransposeShape& s) {
   Case c{.op = "convTranspose1d", .name = s.name()};
@@ -223,12 +173,7 @@ std::vector<Case> convCases() {
   }
   cases.push_back(im2col1dCase({1000, 64, 5, 2, 2, 2}, 10, 400, true));
   cases.push_back(col2im1dCase({300, 32, 4, 2, 1, 1}, 150, true));
-  const std::pair<Shape1d, std::pair<std::int64_t, bool>> convs[] = {
-      {{1, 1, 1, 1, 0, 1}, {1, false}},   {{9, 3, 3, 1, 0, 1}, {4, true}},    {{11, 4, 3, 2, 1, 1}, {16, true}},
-      {{10, 3, 3, 1, 2, 2}, {17, false}}, {{16, 2, 2, 2, 1, 3}, {33, true}},  {{13, 5, 2, 3, 0, 1}, {15, true}},
-      {{4, 3, 6, 1, 1, 1}, {2, true}},    {{5, 2, 3, 1, 2, 2}, {31, false}}, {{40, 17, 4, 1, 1, 1}, {48, true}}};
-  for (const auto& [s, ob] : convs) cases.push_back(conv1dCase(s, ob.first, ob.second, false));
-  cases.push_back(conv1dCase({512, 64, 5, 1, 2, 1}, 96, true, true));
+  for (const Conv1dShape& s : kConv1dShapes) cases.push_back(conv1dCase(s));
   for (const TransposeShape& s : kTransposeShapes) cases.push_back(convTranspose1dCase(s));
   for (auto [tq, tk] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {4, 4}, {3, 7}, {7, 3}, {0, 5}, {5, 0}, {16, 33}})
     cases.push_back(causalMaskCase(tq, tk, false));

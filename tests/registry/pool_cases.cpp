@@ -3,6 +3,7 @@
 // left out; NaN, ±inf, -0 next to +0, a tie and a window of NaN only.
 #include "reference/conv_reference.hpp"
 #include "registry/registry.hpp"
+#include "registry/shapes.hpp"
 #include "support/inputs.hpp"
 
 namespace gizml::registry {
@@ -10,28 +11,6 @@ namespace gizml::registry {
 namespace {
 
 namespace ref = reference;
-
-struct PoolShape {
-  std::int64_t n, c, h, w, size, stride;
-  bool typical = false;
-  std::int64_t oh() const { return (h - size) / stride + 1; }
-  std::int64_t ow() const { return (w - size) / stride + 1; }
-  std::string name() const {
-    return "x " + dims({n, c, h, w}) + " size " + std::to_string(size) + " stride " + std::to_string(stride);
-  }
-};
-const PoolShape kShapes[] = {
-    {1, 1, 1, 1, 1, 1},    // one pixel
-    {2, 3, 6, 8, 2, 2},    // the usual 2x2 / 2
-    {1, 2, 7, 7, 3, 1},    // overlapping windows
-    {2, 2, 9, 10, 2, 3},   // stride > size: pixels no window holds
-    {1, 3, 9, 8, 3, 2},    // odd overlap
-    {2, 1, 5, 5, 5, 1},    // the window is the image
-    {1, 2, 17, 33, 4, 4},  // odd sizes, a remainder left out
-    {3, 5, 16, 16, 2, 1},
-    {5, 3, 11, 9, 3, 2},   // a batch of five
-    {4, 16, 64, 64, 3, 2, true},
-};
 
 Tensor poolInput(Key key, const PoolShape& s) {
   return hostTensor(test::poolSpecials(key, s.n * s.c, s.h, s.w, s.size), {s.n, s.c, s.h, s.w});
@@ -96,7 +75,7 @@ Case pool2dGradCase(const PoolShape& s) {
 
 std::vector<Case> poolCases() {
   std::vector<Case> cases;
-  for (const PoolShape& s : kShapes) {
+  for (const PoolShape& s : kPoolShapes) {
     cases.push_back(pool2dCase(s));
     cases.push_back(pool2dGradCase(s));
   }

@@ -17,7 +17,7 @@ std::string testDataFile(const std::string& name) {
   } else {
     std::error_code error;
     folder = fs::read_symlink("/proc/self/exe", error).parent_path() / "data";
-    how = "data/ next to the test program (GIZML_TEST_DATA is not set)";
+    how = "data/ next to the test program, GIZML_TEST_DATA being unset";
   }
   if (!fs::is_directory(folder))
     throw std::runtime_error("no test data folder " + folder.string() + " (looked at " + how + ")");
