@@ -55,14 +55,18 @@ Case col2imCase(const Shape2d& s) {
 
 // ---- the 1-d ops -------------------------------------------------------------------------------------------
 
-/// im2col1d's (first, count) slices: everything, a middle slice, an empty one, the last row, the
-/// tail from first, and the empty tail; each one an output.
-Case im2col1dCase(const Shape1d& s, std::int64_t first0, std::int64_t count0, bool typical) {
+using Slices = std::vector<std::pair<std::int64_t, std::int64_t>>;  // (first, count), count -1: to the end
+
+/// Everything, a middle slice, an empty one, the last row, the tail from first, the empty tail.
+Slices edgeSlices(std::int64_t ot) {
+  return {{0, -1}, {ot / 3, (ot + 1) / 2 - ot / 3}, {ot / 2, 0}, {ot - 1, 1}, {ot / 2, -1}, {ot, 0}};
+}
+
+/// im2col1d of each (first, count) slice, an output each.
+Case im2col1dCase(const Shape1d& s, const Slices& slices, bool typical) {
   const std::int64_t ot = s.ot();
-  std::vector<std::pair<std::int64_t, std::int64_t>> slices = {
-      {0, -1}, {ot / 3, (ot + 1) / 2 - ot / 3}, {ot / 2, 0}, {ot - 1, 1}, {ot / 2, -1}, {ot, 0}};
-  if (typical) slices = {{first0, count0}};
-  Case c{.op = "im2col1d", .name = s.name() + (typical ? " rows " + num(first0) + " + " + num(count0) : "")};
+  Case c{.op = "im2col1d", .name = s.name()};
+  if (typical) c.name += " rows " + num(slices[0].first) + " + " + num(slices[0].second);
   c.typical = typical;
   c.inputs = [s] { return Tensors{special(Key{10, static_cast<std::uint32_t>(s.t)}, {s.t, s.c})}; };
   c.run = [s, slices](const Tensors& in) {
@@ -166,12 +170,12 @@ std::vector<Case> convCases() {
     cases.push_back(col2imCase(s));
   }
   for (const Shape1d& s : kShapes1d) {
-    cases.push_back(im2col1dCase(s, 0, 0, false));
+    cases.push_back(im2col1dCase(s, edgeSlices(s.ot()), false));
     if (s.dilation != 1) continue;  // col2im1d has no dilation
     for (std::int64_t rows : {s.ot(), s.ot() + 3, std::int64_t{1}})
       if (rows != 1 || s.ot() != 1) cases.push_back(col2im1dCase(s, rows, false));
   }
-  cases.push_back(im2col1dCase({1000, 64, 5, 2, 2, 2}, 10, 400, true));
+  cases.push_back(im2col1dCase({1000, 64, 5, 2, 2, 2}, {{10, 400}}, true));
   cases.push_back(col2im1dCase({300, 32, 4, 2, 1, 1}, 150, true));
   for (const Conv1dShape& s : kConv1dShapes) cases.push_back(conv1dCase(s));
   for (const TransposeShape& s : kTransposeShapes) cases.push_back(convTranspose1dCase(s));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gizml/gizml.hpp"
+#include "registry/shapes.hpp"
 
 namespace gizml::registry {
 
@@ -101,7 +102,5 @@ std::vector<float> valuesOf(const Tensor& t);
 std::vector<std::int64_t> labelsOf(const Tensor& t);
 /// Every value rounded to `dtype` (BF16 or F16) and back: the host's view of a rounded operand.
 std::vector<float> roundedTo(std::vector<float> values, DType dtype);
-/// "[a, b, c]".
-std::string dims(std::initializer_list<std::int64_t> extents);  // also declared in shapes.hpp
 
 }  // namespace gizml::registry

@@ -8,6 +8,7 @@
 
 namespace gizml::registry {
 
+/// "[a, b, c]".
 std::string dims(std::initializer_list<std::int64_t> extents);
 
 /// im2col / col2im: x [n, c, h, w], a kh x kw kernel, one stride and one pad for both axes.
