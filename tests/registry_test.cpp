@@ -1,6 +1,8 @@
 // Every case of the op registry (tests/registry/): host = the literal reference bit for bit at 1
 // and 2 host threads, a batch item alone = the item in its batch, and the GPU = the host by the
 // case's comparison. One test a case, named after it.
+#include <map>
+
 #include "registry/registry.hpp"
 #include "support/preamble.hpp"
 
@@ -68,3 +70,28 @@ TEST_P(Op, GpuEqualsHost) {
 INSTANTIATE_TEST_SUITE_P(Registry, Op, ::testing::ValuesIn(casesWhere([](const Case&) { return true; })), paramName);
 INSTANTIATE_TEST_SUITE_P(Registry, BatchOp, ::testing::ValuesIn(casesWhere([](const Case& c) { return !c.cut.empty(); })),
                          paramName);
+
+// ---- the registry itself ------------------------------------------------------------------------------
+
+TEST(Registry, EachOpHasOneTypicalCase) {
+  std::map<std::string, int> typical;
+  for (const Case& c : registry::allCases()) typical[c.op] += c.typical ? 1 : 0;
+  for (const auto& [op, count] : typical) EXPECT_EQ(count, 1) << op;
+}
+
+TEST(Registry, GpuComparisonsSayWhatDiffers) {
+  // On host tensors: what the GPU test does with a GPU's results.
+  Case exact, bf16, tolerance;
+  bf16.gpu = registry::GpuCompare::HostRoundedToBF16;
+  tolerance.gpu = registry::GpuCompare::Tolerance;
+  tolerance.tolerance = 1e-3;
+  const Tensor h = host({1.0f, 1.00390625f + 0x1p-20f, kNaN, -0.0f}, {4});
+  EXPECT_EQ(registry::gpuDifference(exact, host({1.0f, 1.00390625f + 0x1p-20f, -kNaN, -0.0f}, {4}), h), "")
+      << "any NaN equals any NaN";
+  EXPECT_NE(registry::gpuDifference(exact, host({1.0f, 1.00390625f + 0x1p-20f, kNaN, 0.0f}, {4}), h), "") << "-0 is not +0";
+  EXPECT_EQ(registry::gpuDifference(bf16, h.to(DType::BF16), h), "");
+  EXPECT_NE(registry::gpuDifference(bf16, h, h), "") << "the GPU's result must be BF16";
+  const Tensor near = host({1.0f, 2.0f, 3.0f, 4.0f}, {4});
+  EXPECT_EQ(registry::gpuDifference(tolerance, host({1.0f, 2.0f, 3.0f, 4.001f}, {4}), near), "");
+  EXPECT_NE(registry::gpuDifference(tolerance, host({1.0f, 2.0f, 3.0f, 4.1f}, {4}), near), "");
+}
