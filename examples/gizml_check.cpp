@@ -70,15 +70,7 @@ Column checkEach(const std::vector<const Case*>& cases, Check check) {
 
 std::string hostEqualsReference(const Case& c) {
   const Tensors inputs = c.inputs();
-  return registry::outputsDifference(c.run(inputs), c.reference(inputs), registry::exactDifference);
-}
-
-std::string gpuEqualsHost(const Case& c, Device gpu) {
-  const Tensors inputs = c.inputs();
-  return registry::outputsDifference(c.run(registry::onDevice(inputs, gpu)), c.run(inputs),
-                                     [&](const gizml::Tensor& g, const gizml::Tensor& h) {
-                                       return registry::gpuDifference(c, g, h);
-                                     });
+  return registry::hostDifference(c, inputs, c.reference(inputs));
 }
 
 bool gpuRequired(int argc, char** argv) {
@@ -115,7 +107,7 @@ int main(int argc, char** argv) {
     std::string gpuCell = "no GPU", gpuMs = "-";
     for (int g = 0; g < gpus; ++g) {
       const Device gpu = Device::cuda(g);
-      Column col = checkEach(cases, [&](const Case& c) { return gpuEqualsHost(c, gpu); });
+      Column col = checkEach(cases, [&](const Case& c) { return registry::gpuDifference(c, c.inputs(), gpu); });
       failures.insert(failures.end(), col.failures.begin(), col.failures.end());
       gpuCell = (g ? gpuCell + ", " : std::string()) + gpu.name() + " " + col.cell();
       gpuMs = milliseconds(timeTypical(*typical, gpu));

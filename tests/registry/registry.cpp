@@ -54,7 +54,7 @@ double relativeL2(const std::vector<float>& got, const std::vector<float>& want)
 }
 }  // namespace
 
-std::string gpuDifference(const Case& c, const Tensor& gpu, const Tensor& host) {
+std::string gpuOutputDifference(const Case& c, const Tensor& gpu, const Tensor& host) {
   switch (c.gpu) {
     case GpuCompare::Exact:
       return exactDifference(gpu, host);
@@ -72,8 +72,10 @@ std::string gpuDifference(const Case& c, const Tensor& gpu, const Tensor& host) 
   return "unknown GpuCompare";
 }
 
-std::string outputsDifference(const Tensors& got, const Tensors& want,
-                              const std::function<std::string(const Tensor&, const Tensor&)>& compare) {
+namespace {
+/// The first output that differs by `compare`, as "output i of n: ...".
+template <class Compare>
+std::string outputsDifference(const Tensors& got, const Tensors& want, Compare compare) {
   if (got.size() != want.size())
     return std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -81,6 +83,21 @@ std::string outputsDifference(const Tensors& got, const Tensors& want,
     if (!why.empty()) return "output " + std::to_string(i) + " of " + std::to_string(got.size()) + ": " + why;
   }
   return {};
+}
+}  // namespace
+
+std::string hostDifference(const Case& c, const Tensors& inputs, const Tensors& want) {
+  return outputsDifference(c.run(inputs), want, exactDifference);
+}
+
+std::string gpuDifference(const Case& c, const Tensors& inputs, Device gpu) {
+  const Tensors onGpu = c.run(onDevice(inputs, gpu));
+  const Device where = c.hostOutputs ? Device::host() : gpu;
+  for (std::size_t i = 0; i < onGpu.size(); ++i)
+    if (onGpu[i].device() != where)
+      return "output " + std::to_string(i) + " is on " + onGpu[i].device().name() + ", want " + where.name();
+  return outputsDifference(onGpu, c.run(inputs),
+                           [&](const Tensor& g, const Tensor& h) { return gpuOutputDifference(c, g, h); });
 }
 
 std::int64_t itemCount(const Case& c, const Tensors& inputs) {

@@ -79,11 +79,14 @@ Tensors onDevice(const Tensors& tensors, Device device);
 /// Empty when `got` equals `want` bit for bit (shape, dtype and values; F64 compared as doubles,
 /// everything else through toFloats()); else what differs, the first index and both values' bits.
 std::string exactDifference(const Tensor& got, const Tensor& want);
-/// Empty when the GPU's output holds against the host's by the case's GpuCompare.
-std::string gpuDifference(const Case& c, const Tensor& gpu, const Tensor& host);
-/// The same over every output: "output i of n: ..." for the first that differs.
-std::string outputsDifference(const Tensors& got, const Tensors& want,
-                              const std::function<std::string(const Tensor&, const Tensor&)>& compare);
+/// Empty when one GPU output holds against the host's by the case's GpuCompare.
+std::string gpuOutputDifference(const Case& c, const Tensor& gpu, const Tensor& host);
+/// Empty when the case's run on `inputs` (on the host) equals `want` (its reference) bit for bit;
+/// else "output i of n: " and what differs.
+std::string hostDifference(const Case& c, const Tensors& inputs, const Tensors& want);
+/// Empty when the case's run on copies of `inputs` on `gpu` holds against its run on the host,
+/// each output on the GPU (on the host for hostOutputs).
+std::string gpuDifference(const Case& c, const Tensors& inputs, Device gpu);
 
 /// The number of batch items in `inputs` (0 when the case has no cut).
 std::int64_t itemCount(const Case& c, const Tensors& inputs);
