@@ -3,7 +3,6 @@
 // against float64, bad input.
 #include <cmath>
 
-#include "reference/lazy_reference.hpp"
 #include "support/preamble.hpp"
 
 namespace {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "reference/rows_reference.hpp"
 #include "support/preamble.hpp"
 
 namespace {
