@@ -81,10 +81,16 @@ bool gpuRequired(int argc, char** argv) {
   return false;
 }
 
-std::string milliseconds(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", ms);
-  return buf;
+/// The typical case's time as a cell; an exception is a failure, its cell "error".
+std::string timeCell(const Case& c, Device device, std::vector<std::string>& failures) {
+  try {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", timeTypical(c, device));
+    return buf;
+  } catch (const std::exception& e) {
+    failures.push_back(c.title() + " timed on " + device.name() + ": error: " + e.what());
+    return "error";
+  }
 }
 
 }  // namespace
@@ -110,11 +116,12 @@ int main(int argc, char** argv) {
       Column col = checkEach(cases, [&](const Case& c) { return registry::gpuDifference(c, c.inputs(), gpu); });
       failures.insert(failures.end(), col.failures.begin(), col.failures.end());
       gpuCell = (g ? gpuCell + ", " : std::string()) + gpu.name() + " " + col.cell();
-      gpuMs = milliseconds(timeTypical(*typical, gpu));
+      gpuMs = timeCell(*typical, gpu, failures);
     }
+    const std::string hostMs = timeCell(*typical, Device::host(), failures);
     allMatch = allMatch && failures.empty();
     std::printf("%-18s | %-22s | %-28s | %10s | %10s\n", typical->op.c_str(), host.cell().c_str(), gpuCell.c_str(),
-                milliseconds(timeTypical(*typical, Device::host())).c_str(), gpuMs.c_str());
+                hostMs.c_str(), gpuMs.c_str());
     for (const auto& f : failures) std::printf("    %s\n", f.c_str());
   }
   std::printf("%s\n", allMatch ? "every comparison matched" : "MISMATCH: see the table");
