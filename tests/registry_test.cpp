@@ -49,7 +49,7 @@ TEST_P(BatchOp, RowAloneEqualsRowInBatch) {
     for (const registry::Cut& cut : c.cut.outputs)
       EXPECT_TRUE(same(c, registry::exactDifference(alone.at(cut.index),
                                                     registry::itemOf({cut}, batch, item).at(cut.index))))
-          << "item " << item << " of " << count << ", output " << cut.index;
+          << "item " << item << " of " << count << ", " << registry::outputName(c, cut.index, batch.size());
   }
 }
 

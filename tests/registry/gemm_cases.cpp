@@ -71,6 +71,7 @@ Case matmulCase(const GemmShape& s, bool typical) {
 /// a [m, k], w [n, k], bias [n], residual [m, n].
 Case epilogueCase(const GemmShape& s, const std::string& chainName, std::vector<Op> chain) {
   Case c = productCase("lazyMatmul", s.name() + " " + chainName, true);
+  c.outputNames = {"F32", "BF16", "F16 (storeInto)"};
   c.cut.outputs = {{0, 1}, {1, 1}, {2, 1}};
   c.inputs = [s] {
     return Tensors{specialOperand(Key{9, static_cast<std::uint32_t>(s.k)}, s.m, s.k),

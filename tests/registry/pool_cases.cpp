@@ -38,6 +38,7 @@ Case pool2dCase(const PoolShape& s) {
     }
     return out;
   };
+  c.outputNames = {"max", "average"};
   c.cut = {{{0, 1}}, {{0, 1}, {1, 1}}};
   return c;
 }
@@ -67,6 +68,7 @@ Case pool2dGradCase(const PoolShape& s) {
     }
     return out;
   };
+  c.outputNames = {"max", "average"};
   c.cut = {{{0, 1}, {1, 1}}, {{0, 1}, {1, 1}}};
   return c;
 }

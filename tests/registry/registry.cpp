@@ -72,22 +72,27 @@ std::string gpuOutputDifference(const Case& c, const Tensor& gpu, const Tensor& 
   return "unknown GpuCompare";
 }
 
+std::string outputName(const Case& c, std::size_t i, std::size_t count) {
+  const std::string index = std::to_string(i) + " of " + std::to_string(count);
+  return i < c.outputNames.size() ? c.outputNames[i] + " (output " + index + ")" : "output " + index;
+}
+
 namespace {
-/// The first output that differs by `compare`, as "output i of n: ...".
+/// The first output that differs by `compare`, as "<output>: ...".
 template <class Compare>
-std::string outputsDifference(const Tensors& got, const Tensors& want, Compare compare) {
+std::string outputsDifference(const Case& c, const Tensors& got, const Tensors& want, Compare compare) {
   if (got.size() != want.size())
     return std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     std::string why = compare(got[i], want[i]);
-    if (!why.empty()) return "output " + std::to_string(i) + " of " + std::to_string(got.size()) + ": " + why;
+    if (!why.empty()) return outputName(c, i, got.size()) + ": " + why;
   }
   return {};
 }
 }  // namespace
 
 std::string hostDifference(const Case& c, const Tensors& inputs, const Tensors& want) {
-  return outputsDifference(c.run(inputs), want, exactDifference);
+  return outputsDifference(c, c.run(inputs), want, exactDifference);
 }
 
 std::string gpuDifference(const Case& c, const Tensors& inputs, Device gpu) {
@@ -95,8 +100,8 @@ std::string gpuDifference(const Case& c, const Tensors& inputs, Device gpu) {
   const Device where = c.hostOutputs ? Device::host() : gpu;
   for (std::size_t i = 0; i < onGpu.size(); ++i)
     if (onGpu[i].device() != where)
-      return "output " + std::to_string(i) + " is on " + onGpu[i].device().name() + ", want " + where.name();
-  return outputsDifference(onGpu, c.run(inputs),
+      return outputName(c, i, onGpu.size()) + " is on " + onGpu[i].device().name() + ", want " + where.name();
+  return outputsDifference(c, onGpu, c.run(inputs),
                            [&](const Tensor& g, const Tensor& h) { return gpuOutputDifference(c, g, h); });
 }
 

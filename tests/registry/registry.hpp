@@ -51,6 +51,8 @@ struct Case {
   std::function<Tensors(const Tensors&)> run;
   /// The literal reference (tests/reference/) on the host inputs' values: host tensors.
   std::function<Tensors(const Tensors&)> reference;
+  /// What each output is, for messages ("y", "mean", ...); "output i" where empty.
+  std::vector<std::string> outputNames;
   GpuCompare gpu = GpuCompare::Exact;
   double tolerance = 0;  // for GpuCompare::Tolerance
   BatchCut cut;
@@ -79,10 +81,12 @@ Tensors onDevice(const Tensors& tensors, Device device);
 /// Empty when `got` equals `want` bit for bit (shape, dtype and values; F64 compared as doubles,
 /// everything else through toFloats()); else what differs, the first index and both values' bits.
 std::string exactDifference(const Tensor& got, const Tensor& want);
+/// "y (output 0 of 3)", or "output 0 of 3" for an output without a name.
+std::string outputName(const Case& c, std::size_t i, std::size_t count);
 /// Empty when one GPU output holds against the host's by the case's GpuCompare.
 std::string gpuOutputDifference(const Case& c, const Tensor& gpu, const Tensor& host);
 /// Empty when the case's run on `inputs` (on the host) equals `want` (its reference) bit for bit;
-/// else "output i of n: " and what differs.
+/// else which output (its name, its index of n) and what differs.
 std::string hostDifference(const Case& c, const Tensors& inputs, const Tensors& want);
 /// Empty when the case's run on copies of `inputs` on `gpu` holds against its run on the host,
 /// each output on the GPU (on the host for hostOutputs).

@@ -58,6 +58,7 @@ Case layerNormCase(const std::string& name, Shape shape, std::int64_t rowsPerIte
                    mean.data(), rstd.data());
     return Tensors{hostTensor(y, in[0].shape()), hostTensor(mean, {rows}), hostTensor(rstd, {rows})};
   };
+  c.outputNames = {"y", "mean", "rstd"};
   c.cut = {{{0, 1}}, {{0, 1}, {1, rowsPerItem}, {2, rowsPerItem}}};
   return c;
 }
@@ -83,6 +84,7 @@ Case layerNormGradCase(const RowsShape& s) {
                        valuesOf(in[4]).data(), rows, n, dx.data(), dw.data(), db.data());
     return Tensors{hostTensor(dx, {rows, n}), hostTensor(dw, {n}), hostTensor(db, {n})};
   };
+  c.outputNames = {"dx", "dweight", "dbias"};
   c.cut = {{{0, 1}, {1, 1}, {3, 1}, {4, 1}}, {{0, 1}}};  // dweight and dbias sum over the batch
   return c;
 }
