@@ -1,9 +1,10 @@
 // Every case of the op registry (tests/registry/): host = the literal reference bit for bit at 1
 // and 2 host threads, a batch item alone = the item in its batch, and the GPU = the host by the
 // case's comparison. One test a case, named after it.
+#include "registry/registry.hpp"
+
 #include <map>
 
-#include "registry/registry.hpp"
 #include "support/preamble.hpp"
 
 namespace {
@@ -47,8 +48,8 @@ TEST_P(BatchOp, RowAloneEqualsRowInBatch) {
   for (std::int64_t item : registry::itemsToTry(count)) {
     const Tensors alone = c.run(registry::itemOf(c.cut.inputs, inputs, item));
     for (const registry::Cut& cut : c.cut.outputs)
-      EXPECT_TRUE(same(c, registry::exactDifference(alone.at(cut.index),
-                                                    registry::itemOf({cut}, batch, item).at(cut.index))))
+      EXPECT_TRUE(
+          same(c, registry::exactDifference(alone.at(cut.index), registry::itemOf({cut}, batch, item).at(cut.index))))
           << "item " << item << " of " << count << ", " << registry::outputName(c, cut.index, batch.size());
   }
 }
@@ -60,8 +61,8 @@ TEST_P(Op, GpuEqualsHost) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, Op, ::testing::ValuesIn(casesWhere([](const Case&) { return true; })), paramName);
-INSTANTIATE_TEST_SUITE_P(Registry, BatchOp, ::testing::ValuesIn(casesWhere([](const Case& c) { return !c.cut.empty(); })),
-                         paramName);
+INSTANTIATE_TEST_SUITE_P(Registry, BatchOp,
+                         ::testing::ValuesIn(casesWhere([](const Case& c) { return !c.cut.empty(); })), paramName);
 
 // ---- the registry itself ------------------------------------------------------------------------------
 
@@ -80,7 +81,8 @@ TEST(Registry, GpuComparisonsSayWhatDiffers) {
   const Tensor h = host({1.0f, 1.00390625f + 0x1p-20f, kNaN, -0.0f}, {4});
   EXPECT_EQ(registry::gpuOutputDifference(exact, host({1.0f, 1.00390625f + 0x1p-20f, -kNaN, -0.0f}, {4}), h), "")
       << "any NaN equals any NaN";
-  EXPECT_NE(registry::gpuOutputDifference(exact, host({1.0f, 1.00390625f + 0x1p-20f, kNaN, 0.0f}, {4}), h), "") << "-0 is not +0";
+  EXPECT_NE(registry::gpuOutputDifference(exact, host({1.0f, 1.00390625f + 0x1p-20f, kNaN, 0.0f}, {4}), h), "")
+      << "-0 is not +0";
   EXPECT_EQ(registry::gpuOutputDifference(bf16, h.to(DType::BF16), h), "");
   EXPECT_NE(registry::gpuOutputDifference(bf16, h, h), "") << "the GPU's result must be BF16";
   const Tensor near = host({1.0f, 2.0f, 3.0f, 4.0f}, {4});

@@ -11,9 +11,10 @@ namespace gizml::registry {
 namespace {
 
 namespace ref = reference;
+using test::host;
 using test::withSpecials;
 
-Tensor special(Key key, const Shape& shape) { return hostTensor(withSpecials(key, Tensor::empty(shape).numel()), shape); }
+Tensor special(Key key, const Shape& shape) { return host(withSpecials(key, Tensor::empty(shape).numel()), shape); }
 std::string num(std::int64_t v) { return std::to_string(v); }
 
 // ---- im2col / col2im -----------------------------------------------------------------------------------
@@ -21,13 +22,15 @@ std::string num(std::int64_t v) { return std::to_string(v); }
 Case im2colCase(const Shape2d& s) {
   Case c{.op = "im2col", .name = s.name()};
   c.typical = s.typical;
-  c.inputs = [s] { return Tensors{special(Key{1, static_cast<std::uint32_t>(s.h * 100 + s.w)}, {s.n, s.c, s.h, s.w})}; };
+  c.inputs = [s] {
+    return Tensors{special(Key{1, static_cast<std::uint32_t>(s.h * 100 + s.w)}, {s.n, s.c, s.h, s.w})};
+  };
   c.run = [s](const Tensors& in) { return Tensors{netops::im2col(in[0], s.kh, s.kw, s.stride, s.pad)}; };
   c.reference = [s](const Tensors& in) {
     const std::int64_t n = in[0].dim(0);
     std::vector<float> cols(n * s.oh() * s.ow() * s.width());
     ref::im2col(valuesOf(in[0]).data(), n, s.c, s.h, s.w, s.kh, s.kw, s.stride, s.pad, cols.data());
-    return Tensors{hostTensor(cols, {n * s.oh() * s.ow(), s.width()})};
+    return Tensors{host(cols, {n * s.oh() * s.ow(), s.width()})};
   };
   c.cut = {{{0, 1}}, {{0, s.oh() * s.ow()}}};
   return c;
@@ -47,7 +50,7 @@ Case col2imCase(const Shape2d& s) {
     const std::int64_t n = in[0].dim(0) / itemRows;
     std::vector<float> x(n * s.c * s.h * s.w);
     ref::col2im(valuesOf(in[0]).data(), n, s.c, s.h, s.w, s.kh, s.kw, s.stride, s.pad, x.data());
-    return Tensors{hostTensor(x, {n, s.c, s.h, s.w})};
+    return Tensors{host(x, {n, s.c, s.h, s.w})};
   };
   c.cut = {{{0, itemRows}}, {{0, 1}}};
   return c;
@@ -71,7 +74,8 @@ Case im2col1dCase(const Shape1d& s, const Slices& slices, bool typical) {
   c.inputs = [s] { return Tensors{special(Key{10, static_cast<std::uint32_t>(s.t)}, {s.t, s.c})}; };
   c.run = [s, slices](const Tensors& in) {
     Tensors out;
-    for (auto [first, count] : slices) out.push_back(netops::im2col1d(in[0], s.k, s.stride, s.pad, s.dilation, first, count));
+    for (auto [first, count] : slices)
+      out.push_back(netops::im2col1d(in[0], s.k, s.stride, s.pad, s.dilation, first, count));
     return out;
   };
   c.reference = [s, slices, ot](const Tensors& in) {
@@ -80,7 +84,7 @@ Case im2col1dCase(const Shape1d& s, const Slices& slices, bool typical) {
       const std::int64_t rows = count < 0 ? ot - first : count;
       std::vector<float> cols(rows * s.c * s.k);
       ref::im2col1d(valuesOf(in[0]).data(), s.t, s.c, s.k, s.stride, s.pad, s.dilation, first, rows, cols.data());
-      out.push_back(hostTensor(cols, {rows, s.c * s.k}));
+      out.push_back(host(cols, {rows, s.c * s.k}));
     }
     return out;
   };
@@ -97,13 +101,15 @@ Case col2im1dCase(const Shape1d& s, std::int64_t rows, bool typical) {
   c.reference = [s](const Tensors& in) {
     std::vector<float> out(s.t * s.c);
     ref::col2im1d(valuesOf(in[0]).data(), in[0].dim(0), s.c, s.t, s.k, s.stride, s.pad, out.data());
-    return Tensors{hostTensor(out, {s.t, s.c})};
+    return Tensors{host(out, {s.t, s.c})};
   };
   return c;
 }
 
 /// The optional bias as the ops take it: none, or one tensor.
-std::vector<Tensor> biasArg(const Tensors& in, bool bias) { return bias ? std::vector<Tensor>{in[2]} : std::vector<Tensor>{}; }
+std::vector<Tensor> biasArg(const Tensors& in, bool bias) {
+  return bias ? std::vector<Tensor>{in[2]} : std::vector<Tensor>{};
+}
 const float* biasData(const std::vector<float>& b, bool bias) { return bias ? b.data() : nullptr; }
 
 /// conv1d(x [t, c], w [o, c, k], bias [o] or none).
@@ -116,14 +122,16 @@ Case conv1dCase(const Conv1dShape& shape) {
   c.inputs = [s, o] {
     return Tensors{special(Key{20, static_cast<std::uint32_t>(s.t)}, {s.t, s.c}),
                    special(Key{21, static_cast<std::uint32_t>(o)}, {o, s.c, s.k}),
-                   hostTensor(test::randomFloats(Key{22, 0}, o), {o})};
+                   host(test::randomFloats(Key{22, 0}, o), {o})};
   };
-  c.run = [s, bias](const Tensors& in) { return Tensors{netops::conv1d(in[0], in[1], biasArg(in, bias), s.stride, s.pad, s.dilation)}; };
+  c.run = [s, bias](const Tensors& in) {
+    return Tensors{netops::conv1d(in[0], in[1], biasArg(in, bias), s.stride, s.pad, s.dilation)};
+  };
   c.reference = [s, o, bias](const Tensors& in) {
     std::vector<float> out(s.ot() * o);
     ref::conv1d(valuesOf(in[0]).data(), s.t, s.c, valuesOf(in[1]).data(), o, s.k, biasData(valuesOf(in[2]), bias),
                 s.stride, s.pad, s.dilation, out.data());
-    return Tensors{hostTensor(out, {s.ot(), o})};
+    return Tensors{host(out, {s.ot(), o})};
   };
   return c;
 }
@@ -134,14 +142,16 @@ Case convTranspose1dCase(const TransposeShape& s) {
   c.inputs = [s] {
     return Tensors{special(Key{30, static_cast<std::uint32_t>(s.n)}, {s.n, s.c}),
                    special(Key{31, static_cast<std::uint32_t>(s.o)}, {s.c, s.o, s.k}),
-                   hostTensor(test::randomFloats(Key{32, 0}, s.o), {s.o})};
+                   host(test::randomFloats(Key{32, 0}, s.o), {s.o})};
   };
-  c.run = [s](const Tensors& in) { return Tensors{netops::convTranspose1d(in[0], in[1], biasArg(in, s.bias), s.stride, s.pad)}; };
+  c.run = [s](const Tensors& in) {
+    return Tensors{netops::convTranspose1d(in[0], in[1], biasArg(in, s.bias), s.stride, s.pad)};
+  };
   c.reference = [s](const Tensors& in) {
     std::vector<float> out(s.length() * s.o);
     ref::convTranspose1d(valuesOf(in[0]).data(), s.n, s.c, valuesOf(in[1]).data(), s.o, s.k,
                          biasData(valuesOf(in[2]), s.bias), s.stride, s.pad, out.data());
-    return Tensors{hostTensor(out, {s.length(), s.o})};
+    return Tensors{host(out, {s.length(), s.o})};
   };
   return c;
 }
@@ -156,7 +166,7 @@ Case causalMaskCase(std::int64_t tq, std::int64_t tk, bool typical) {
   c.reference = [tq, tk](const Tensors&) {
     std::vector<float> out(tq * tk);
     ref::causalMask(tq, tk, out.data());
-    return Tensors{hostTensor(out, {tq, tk})};
+    return Tensors{host(out, {tq, tk})};
   };
   return c;
 }

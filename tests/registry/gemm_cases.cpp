@@ -10,6 +10,7 @@ namespace gizml::registry {
 namespace {
 
 namespace ref = reference;
+using test::host;
 using Op = Lazy::Op;
 using test::randomFloats;
 
@@ -17,9 +18,9 @@ struct GemmShape {
   std::int64_t m, n, k;
   std::string name() const { return std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k); }
 };
-const GemmShape kGemmShapes[] = {{1, 1, 1},     {1, 1, 0},     {3, 5, 0},     {2, 3, 7},      {6, 64, 256},
-                                 {7, 65, 257},  {5, 63, 255},  {12, 128, 512}, {14, 32, 256}, {15, 33, 257},
-                                 {13, 31, 255}, {29, 65, 513}, {1, 100, 40},  {100, 1, 40},   {64, 64, 64},
+const GemmShape kGemmShapes[] = {{1, 1, 1},     {1, 1, 0},      {3, 5, 0},      {2, 3, 7},     {6, 64, 256},
+                                 {7, 65, 257},  {5, 63, 255},   {12, 128, 512}, {14, 32, 256}, {15, 33, 257},
+                                 {13, 31, 255}, {29, 65, 513},  {1, 100, 40},   {100, 1, 40},  {64, 64, 64},
                                  {65, 63, 129}, {150, 97, 700}, {4500, 5, 33}};
 const GemmShape kTypicalGemm{128, 256, 512};
 
@@ -31,10 +32,10 @@ Tensor specialOperand(Key key, std::int64_t rows, std::int64_t cols) {
     v[1] = -1e-30f;
     v[2] = -0.0f;
   }
-  return hostTensor(v, {rows, cols});
+  return host(v, {rows, cols});
 }
 Tensor randomTensor(Key key, const Shape& shape, float scale = 1.0f) {
-  return hostTensor(randomFloats(key, Tensor::empty(shape).numel(), scale), shape);
+  return host(randomFloats(key, Tensor::empty(shape).numel(), scale), shape);
 }
 
 std::vector<float> referenceProduct(const std::vector<float>& a, const std::vector<float>& w, std::int64_t m,
@@ -62,7 +63,7 @@ Case matmulCase(const GemmShape& s, bool typical) {
   c.run = [](const Tensors& in) { return Tensors{lazyMatmul(in[0], in[1]).store()}; };
   c.reference = [](const Tensors& in) {
     const std::int64_t m = in[0].dim(0), n = in[1].dim(0), k = in[0].dim(1);
-    return Tensors{hostTensor(referenceProduct(valuesOf(in[0]), valuesOf(in[1]), m, n, k), {m, n})};
+    return Tensors{host(referenceProduct(valuesOf(in[0]), valuesOf(in[1]), m, n, k), {m, n})};
   };
   return c;
 }
@@ -100,9 +101,12 @@ Case epilogueCase(const GemmShape& s, const std::string& chainName, std::vector<
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j)
         for (Op op : chain)
-          out[i * n + j] = ref::epilogueStep(op, out[i * n + j], op == Op::Bias ? b[j] : op == Op::Residual ? r[i * n + j] : 0.0f,
+          out[i * n + j] = ref::epilogueStep(op, out[i * n + j],
+                                             op == Op::Bias       ? b[j]
+                                             : op == Op::Residual ? r[i * n + j]
+                                                                  : 0.0f,
                                              0.75f);
-    Tensor f32 = hostTensor(out, {m, n});
+    Tensor f32 = host(out, {m, n});
     return Tensors{f32, f32.to(DType::BF16), f32.to(DType::F16)};
   };
   return c;
@@ -118,7 +122,7 @@ Case roundedComputeCase(const GemmShape& s, DType compute) {
   c.run = [compute](const Tensors& in) { return Tensors{lazyMatmul(in[0], in[1], compute).store()}; };
   c.reference = [compute](const Tensors& in) {
     const std::int64_t m = in[0].dim(0), n = in[1].dim(0), k = in[0].dim(1);
-    return Tensors{hostTensor(
+    return Tensors{host(
         referenceProduct(roundedTo(valuesOf(in[0]), compute), roundedTo(valuesOf(in[1]), compute), m, n, k), {m, n})};
   };
   return c;
@@ -137,7 +141,7 @@ Case affineCase(const GemmShape& s, bool typical) {
     auto out = referenceProduct(valuesOf(in[0]), valuesOf(in[1]), m, n, k);
     const auto b = valuesOf(in[2]);
     for (std::int64_t i = 0; i < m * n; ++i) out[i] = ref::epilogueStep(Op::Bias, out[i], b[i % n], 0.0f);
-    return Tensors{hostTensor(out, {m, n})};
+    return Tensors{host(out, {m, n})};
   };
   return c;
 }
@@ -154,11 +158,11 @@ struct ConvShape {
            std::to_string(kh) + "x" + std::to_string(kw) + " pad " + std::to_string(pad);
   }
 };
-const ConvShape kConvShapes[] = {{1, 1, 1, 1, 1, 1, 0},  {3, 2, 5, 7, 3, 3, 1},    {8, 3, 9, 9, 3, 3, 1},
-                                 {5, 4, 6, 5, 2, 3, 0},  {4, 2, 4, 4, 5, 5, 2},    {17, 5, 11, 13, 3, 3, 1},
-                                 {2, 1, 3, 3, 3, 3, 0},  {6, 3, 8, 2, 1, 1, 0},    {64, 32, 32, 32, 3, 3, 1, true}};
+const ConvShape kConvShapes[] = {{1, 1, 1, 1, 1, 1, 0}, {3, 2, 5, 7, 3, 3, 1}, {8, 3, 9, 9, 3, 3, 1},
+                                 {5, 4, 6, 5, 2, 3, 0}, {4, 2, 4, 4, 5, 5, 2}, {17, 5, 11, 13, 3, 3, 1},
+                                 {2, 1, 3, 3, 3, 3, 0}, {6, 3, 8, 2, 1, 1, 0}, {64, 32, 32, 32, 3, 3, 1, true}};
 
-Tensor image(Key key, const ConvShape& s) { return hostTensor(test::withSpecials(key, s.c * s.h * s.w), {s.c, s.h, s.w}); }
+Tensor image(Key key, const ConvShape& s) { return host(test::withSpecials(key, s.c * s.h * s.w), {s.c, s.h, s.w}); }
 
 /// patchRows of every row, of the second half, and of none; as F32, then as BF16.
 Case patchRowsCase(const ConvShape& s) {
@@ -181,7 +185,7 @@ Case patchRowsCase(const ConvShape& s) {
       for (auto [r0, r1] : ranges(in[0])) {
         std::vector<float> p(s.c * s.kh * s.kw * (r1 - r0) * s.ow());
         ref::patchRows(valuesOf(in[0]).data(), s.c, s.h, s.w, s.kh, s.kw, s.pad, r0, r1, p.data());
-        out.push_back(hostTensor(p, {s.c * s.kh * s.kw, (r1 - r0) * s.ow()}).to(dtype));
+        out.push_back(host(p, {s.c * s.kh * s.kw, (r1 - r0) * s.ow()}).to(dtype));
       }
     return out;
   };
@@ -202,14 +206,16 @@ Case lazyConvCase(const ConvShape& s) {
     return Tensors{randomTensor(Key{22, 22}, {s.o, s.c * s.kh * s.kw}, 0.3f), image(Key{21, 21}, s),
                    randomTensor(Key{23, 23}, {s.o})};
   };
-  c.run = [s](const Tensors& in) { return Tensors{lazyConv(in[0], in[1], s.kh, s.kw, s.pad).bias(in[2]).silu().store()}; };
+  c.run = [s](const Tensors& in) {
+    return Tensors{lazyConv(in[0], in[1], s.kh, s.kw, s.pad).bias(in[2]).silu().store()};
+  };
   c.reference = [s](const Tensors& in) {
     auto out = referenceConv(valuesOf(in[0]), valuesOf(in[1]), s);
     const auto b = valuesOf(in[2]);
     const std::int64_t pixels = s.oh() * s.ow();
     for (std::int64_t i = 0; i < s.o * pixels; ++i)
       out[i] = ref::epilogueStep(Op::Silu, ref::epilogueStep(Op::Bias, out[i], b[i / pixels], 0.0f), 0.0f, 0.0f);
-    return Tensors{hostTensor(out, {s.o, pixels})};
+    return Tensors{host(out, {s.o, pixels})};
   };
   return c;
 }
@@ -221,13 +227,14 @@ Case lazyConvBF16Case(const ConvShape& s) {
   c.gpu = GpuCompare::Tolerance;
   c.tolerance = 1e-2;
   c.inputs = [s] {
-    return Tensors{randomTensor(Key{38, 38}, {s.o, s.c * s.kh * s.kw}, 0.1f), randomTensor(Key{37, 37}, {s.c, s.h, s.w})};
+    return Tensors{randomTensor(Key{38, 38}, {s.o, s.c * s.kh * s.kw}, 0.1f),
+                   randomTensor(Key{37, 37}, {s.c, s.h, s.w})};
   };
   c.run = [s](const Tensors& in) { return Tensors{lazyConv(in[0], in[1], s.kh, s.kw, s.pad, DType::BF16).store()}; };
   c.reference = [s](const Tensors& in) {
-    return Tensors{hostTensor(
-        referenceConv(roundedTo(valuesOf(in[0]), DType::BF16), roundedTo(valuesOf(in[1]), DType::BF16), s),
-        {s.o, s.oh() * s.ow()})};
+    return Tensors{
+        host(referenceConv(roundedTo(valuesOf(in[0]), DType::BF16), roundedTo(valuesOf(in[1]), DType::BF16), s),
+             {s.o, s.oh() * s.ow()})};
   };
   return c;
 }
@@ -249,11 +256,12 @@ Case lazyConv3Case(std::int64_t n, std::int64_t ch, std::int64_t h, std::int64_t
     const ConvShape frame{o, 3 * ch, h, w, 3, 3, 1};
     std::vector<float> out;
     for (std::int64_t t = 0; t < n; ++t) {
-      auto f = referenceConv(wv, std::vector<float>(x.begin() + t * ch * h * w, x.begin() + (t + 3) * ch * h * w), frame);
+      auto f =
+          referenceConv(wv, std::vector<float>(x.begin() + t * ch * h * w, x.begin() + (t + 3) * ch * h * w), frame);
       for (std::int64_t i = 0; i < o * h * w; ++i) f[i] = ref::epilogueStep(Op::Bias, f[i], b[i / (h * w)], 0.0f);
       out.insert(out.end(), f.begin(), f.end());
     }
-    return Tensors{hostTensor(out, {n, o, h * w})};
+    return Tensors{host(out, {n, o, h * w})};
   };
   return c;
 }
@@ -274,7 +282,8 @@ std::vector<Case> gemmCases() {
   for (const auto& [name, chain] : chains) cases.push_back(epilogueCase({7, 37, 19}, name, chain));
   for (const GemmShape& s : {GemmShape{1, 1, 0}, GemmShape{65, 63, 129}, GemmShape{300, 70, 40}})
     cases.push_back(epilogueCase(s, "bias gelu", {Op::Bias, Op::Gelu}));
-  for (const GemmShape& s : {GemmShape{64, 64, 64}, GemmShape{100, 70, 333}, GemmShape{1, 8, 16}, GemmShape{256, 256, 512}})
+  for (const GemmShape& s :
+       {GemmShape{64, 64, 64}, GemmShape{100, 70, 333}, GemmShape{1, 8, 16}, GemmShape{256, 256, 512}})
     for (DType compute : {DType::BF16, DType::F16}) cases.push_back(roundedComputeCase(s, compute));
   for (const GemmShape& s : {GemmShape{1, 1, 0}, GemmShape{33, 17, 65}, GemmShape{4500, 5, 33}})
     cases.push_back(affineCase(s, false));

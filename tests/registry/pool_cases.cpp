@@ -11,9 +11,10 @@ namespace gizml::registry {
 namespace {
 
 namespace ref = reference;
+using test::host;
 
 Tensor poolInput(Key key, const PoolShape& s) {
-  return hostTensor(test::poolSpecials(key, s.n * s.c, s.h, s.w, s.size), {s.n, s.c, s.h, s.w});
+  return host(test::poolSpecials(key, s.n * s.c, s.h, s.w, s.size), {s.n, s.c, s.h, s.w});
 }
 
 /// Each case has two outputs: max, then average.
@@ -34,7 +35,7 @@ Case pool2dCase(const PoolShape& s) {
     for (bool average : kKinds) {
       std::vector<float> y(n * s.c * s.oh() * s.ow());
       ref::pool2d(valuesOf(in[0]).data(), n, s.c, s.h, s.w, s.size, s.stride, average, y.data());
-      out.push_back(hostTensor(y, {n, s.c, s.oh(), s.ow()}));
+      out.push_back(host(y, {n, s.c, s.oh(), s.ow()}));
     }
     return out;
   };
@@ -50,7 +51,8 @@ Case pool2dGradCase(const PoolShape& s) {
   c.inputs = [s] {
     auto dy = test::randomFloats(Key{3, static_cast<std::uint32_t>(s.h)}, s.n * s.c * s.oh() * s.ow());
     if (dy.size() >= 4) dy[1] = test::kInf;
-    return Tensors{hostTensor(dy, {s.n, s.c, s.oh(), s.ow()}), poolInput(Key{2, static_cast<std::uint32_t>(s.h * 100 + s.w)}, s)};
+    return Tensors{host(dy, {s.n, s.c, s.oh(), s.ow()}),
+                   poolInput(Key{2, static_cast<std::uint32_t>(s.h * 100 + s.w)}, s)};
   };
   c.run = [s](const Tensors& in) {
     Tensors out;
@@ -64,7 +66,7 @@ Case pool2dGradCase(const PoolShape& s) {
       std::vector<float> dx(in[1].numel());
       ref::pool2dGrad(valuesOf(in[0]).data(), valuesOf(in[1]).data(), n, s.c, s.h, s.w, s.size, s.stride, average,
                       dx.data());
-      out.push_back(hostTensor(dx, in[1].shape()));
+      out.push_back(host(dx, in[1].shape()));
     }
     return out;
   };

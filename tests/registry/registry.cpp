@@ -11,8 +11,10 @@ std::string Case::testName() const {
   std::string out;
   for (char ch : title()) {
     const bool word = std::isalnum(static_cast<unsigned char>(ch));
-    if (word) out += ch;
-    else if (!out.empty() && out.back() != '_') out += '_';
+    if (word)
+      out += ch;
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
   return out;
@@ -35,8 +37,7 @@ Tensors onDevice(const Tensors& tensors, Device device) {
 }
 
 std::string exactDifference(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape())
-    return "shape " + shapeString(got.shape()) + ", want " + shapeString(want.shape());
+  if (got.shape() != want.shape()) return "shape " + shapeString(got.shape()) + ", want " + shapeString(want.shape());
   if (got.dtype() != want.dtype()) return "dtype " + dtypeName(got.dtype()) + ", want " + dtypeName(want.dtype());
   if (got.dtype() == DType::F64) return test::bitDifference(got.toVector<double>(), want.toVector<double>());
   return test::bitDifference(got.toFloats(), want.toFloats());
@@ -61,7 +62,8 @@ std::string gpuOutputDifference(const Case& c, const Tensor& gpu, const Tensor& 
     case GpuCompare::HostRoundedToBF16:
       return exactDifference(gpu, host.to(DType::BF16));
     case GpuCompare::Tolerance: {
-      if (gpu.shape() != host.shape()) return "shape " + shapeString(gpu.shape()) + ", want " + shapeString(host.shape());
+      if (gpu.shape() != host.shape())
+        return "shape " + shapeString(gpu.shape()) + ", want " + shapeString(host.shape());
       const double error = relativeL2(gpu.toFloats(), host.toFloats());
       if (error <= c.tolerance) return {};
       std::ostringstream s;
@@ -81,8 +83,7 @@ namespace {
 /// The first output that differs by `compare`, as "<output>: ...".
 template <class Compare>
 std::string outputsDifference(const Case& c, const Tensors& got, const Tensors& want, Compare compare) {
-  if (got.size() != want.size())
-    return std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
+  if (got.size() != want.size()) return std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     std::string why = compare(got[i], want[i]);
     if (!why.empty()) return outputName(c, i, got.size()) + ": " + why;
@@ -113,7 +114,8 @@ std::int64_t itemCount(const Case& c, const Tensors& inputs) {
 
 Tensors itemOf(const std::vector<Cut>& cuts, const Tensors& tensors, std::int64_t item) {
   Tensors out = tensors;
-  for (const Cut& cut : cuts) out.at(cut.index) = tensors.at(cut.index).rows(item * cut.perItem, (item + 1) * cut.perItem);
+  for (const Cut& cut : cuts)
+    out.at(cut.index) = tensors.at(cut.index).rows(item * cut.perItem, (item + 1) * cut.perItem);
   return out;
 }
 
@@ -124,15 +126,12 @@ std::vector<std::int64_t> itemsToTry(std::int64_t count) {
   return items;
 }
 
-Tensor hostTensor(const std::vector<float>& values, const Shape& shape) { return Tensor::fromVector(values, shape); }
-
 std::vector<float> valuesOf(const Tensor& t) { return t.toFloats(); }
 
 std::vector<std::int64_t> labelsOf(const Tensor& t) { return t.to(Device::host()).toVector<std::int64_t>(); }
 
 std::vector<float> roundedTo(std::vector<float> values, DType dtype) {
-  for (float& v : values)
-    v = dtype == DType::BF16 ? bf16ToFloat(floatToBF16(v)) : f16ToFloat(floatToF16(v));
+  for (float& v : values) v = dtype == DType::BF16 ? bf16ToFloat(floatToBF16(v)) : f16ToFloat(floatToF16(v));
   return values;
 }
 

@@ -99,10 +99,8 @@ Tensors itemOf(const std::vector<Cut>& cuts, const Tensors& tensors, std::int64_
 /// First, a middle and the last item (each once).
 std::vector<std::int64_t> itemsToTry(std::int64_t count);
 
-// ---- building cases ----------------------------------------------------------------------------------
+// ---- building cases (with support/inputs.hpp: host(values, shape), withSpecials, ...) -------------
 
-/// Host tensors of reference values.
-Tensor hostTensor(const std::vector<float>& values, const Shape& shape);
 /// A tensor's values on the host, as floats.
 std::vector<float> valuesOf(const Tensor& t);
 /// An I64 tensor of labels read back as int64 (from any device).

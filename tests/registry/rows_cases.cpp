@@ -10,6 +10,7 @@ namespace gizml::registry {
 namespace {
 
 namespace ref = reference;
+using test::host;
 using test::randomFloats;
 using test::withSpecials;
 
@@ -19,12 +20,12 @@ struct RowsShape {
   std::uint32_t seed() const { return static_cast<std::uint32_t>(rows * 10000 + n); }
   std::string name() const { return dims({rows, n}); }
 };
-const RowsShape kShapes[] = {{1, 1},   {3, 2},   {2, 15},  {3, 16},   {4, 17},   {2, 31},   {3, 255},
+const RowsShape kShapes[] = {{1, 1},   {3, 2},   {2, 15},   {3, 16},   {4, 17},   {2, 31},   {3, 255},
                              {2, 256}, {5, 257}, {7, 1000}, {2, 4097}, {37, 257}, {300, 17}, {64, 1027, true}};
 
 /// Random values with NaN, +inf, -inf and -0 planted (support/inputs.hpp).
-Tensor specialRows(Key key, const RowsShape& s) { return hostTensor(withSpecials(key, s.rows * s.n), {s.rows, s.n}); }
-Tensor randomRow(Key key, std::int64_t n) { return hostTensor(randomFloats(key, n), {n}); }
+Tensor specialRows(Key key, const RowsShape& s) { return host(withSpecials(key, s.rows * s.n), {s.rows, s.n}); }
+Tensor randomRow(Key key, std::int64_t n) { return host(randomFloats(key, n), {n}); }
 Tensor labelTensor(Key key, const RowsShape& s) {
   return Tensor::fromVector(test::randomLabels(key, s.rows, s.n), {s.rows});
 }
@@ -44,8 +45,8 @@ Case layerNormCase(const std::string& name, Shape shape, std::int64_t rowsPerIte
   c.typical = typical;
   c.inputs = [shape] {
     const std::int64_t n = shape.back(), count = Tensor::empty(shape).numel();
-    return Tensors{hostTensor(withSpecials(Key{1, static_cast<std::uint32_t>(count)}, count), shape),
-                   randomRow(Key{2, 0}, n), randomRow(Key{3, 0}, n)};
+    return Tensors{host(withSpecials(Key{1, static_cast<std::uint32_t>(count)}, count), shape), randomRow(Key{2, 0}, n),
+                   randomRow(Key{3, 0}, n)};
   };
   c.run = [](const Tensors& in) {
     auto o = netops::layerNorm(in[0], in[1], in[2], 1e-5);
@@ -56,7 +57,7 @@ Case layerNormCase(const std::string& name, Shape shape, std::int64_t rowsPerIte
     std::vector<float> y(rows * n), mean(rows), rstd(rows);
     ref::layerNorm(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(), 1e-5, rows, n, y.data(),
                    mean.data(), rstd.data());
-    return Tensors{hostTensor(y, in[0].shape()), hostTensor(mean, {rows}), hostTensor(rstd, {rows})};
+    return Tensors{host(y, in[0].shape()), host(mean, {rows}), host(rstd, {rows})};
   };
   c.outputNames = {"y", "mean", "rstd"};
   c.cut = {{{0, 1}}, {{0, 1}, {1, rowsPerItem}, {2, rowsPerItem}}};
@@ -70,8 +71,8 @@ Case layerNormGradCase(const RowsShape& s) {
     std::vector<float> y(s.rows * s.n), mean(s.rows), rstd(s.rows);
     ref::layerNorm(valuesOf(x).data(), valuesOf(w).data(), valuesOf(b).data(), 1e-5, s.rows, s.n, y.data(), mean.data(),
                    rstd.data());
-    return Tensors{hostTensor(randomFloats(Key{21, s.seed()}, s.rows * s.n), {s.rows, s.n}), x, w,
-                   hostTensor(mean, {s.rows}), hostTensor(rstd, {s.rows})};
+    return Tensors{host(randomFloats(Key{21, s.seed()}, s.rows * s.n), {s.rows, s.n}), x, w, host(mean, {s.rows}),
+                   host(rstd, {s.rows})};
   };
   c.run = [](const Tensors& in) {
     auto g = netops::layerNormGrad(in[0], in[1], in[2], in[3], in[4]);
@@ -82,7 +83,7 @@ Case layerNormGradCase(const RowsShape& s) {
     std::vector<float> dx(rows * n), dw(n), db(n);
     ref::layerNormGrad(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(), valuesOf(in[3]).data(),
                        valuesOf(in[4]).data(), rows, n, dx.data(), dw.data(), db.data());
-    return Tensors{hostTensor(dx, {rows, n}), hostTensor(dw, {n}), hostTensor(db, {n})};
+    return Tensors{host(dx, {rows, n}), host(dw, {n}), host(db, {n})};
   };
   c.outputNames = {"dx", "dweight", "dbias"};
   c.cut = {{{0, 1}, {1, 1}, {3, 1}, {4, 1}}, {{0, 1}}};  // dweight and dbias sum over the batch
@@ -101,7 +102,8 @@ Case crossEntropyLossCase(const RowsShape& s) {
   Case c = crossEntropyCase("crossEntropyLoss", s);
   c.run = [](const Tensors& in) { return Tensors{lossTensor(netops::crossEntropyLoss(in[0], labelsOf(in[1])))}; };
   c.reference = [](const Tensors& in) {
-    return Tensors{lossTensor(ref::crossEntropyLoss(valuesOf(in[0]).data(), in[0].dim(0), in[0].dim(1), labelsOf(in[1])))};
+    return Tensors{
+        lossTensor(ref::crossEntropyLoss(valuesOf(in[0]).data(), in[0].dim(0), in[0].dim(1), labelsOf(in[1])))};
   };
   c.cut = {};  // the mean is over the batch
   c.hostOutputs = true;
@@ -117,7 +119,7 @@ Case crossEntropyRowsCase(const RowsShape& s) {
     const auto labels = labelsOf(in[1]);
     std::vector<float> out(rows);
     for (std::int64_t r = 0; r < rows; ++r) out[r] = ref::crossEntropyRow(x.data() + r * n, n, labels[r]);
-    return Tensors{hostTensor(out, {rows})};
+    return Tensors{host(out, {rows})};
   };
   return c;
 }
@@ -128,7 +130,7 @@ Case crossEntropyGradCase(const RowsShape& s) {
   c.reference = [](const Tensors& in) {
     std::vector<float> out(in[0].numel());
     ref::crossEntropyGrad(valuesOf(in[0]).data(), in[0].dim(0), in[0].dim(1), labelsOf(in[1]), 0.25, out.data());
-    return Tensors{hostTensor(out, in[0].shape())};
+    return Tensors{host(out, in[0].shape())};
   };
   return c;
 }
@@ -153,15 +155,15 @@ Case argmaxCase(const RowsShape& s) {
 /// the item in its batch (no cut).
 Case dropoutCase(std::int64_t n, std::vector<double> rates, bool typical) {
   Case c{.op = "Tensor.dropout", .name = dims({n}) + " p " + [&] {
-    std::string s;
-    for (double p : rates) s += (s.empty() ? "" : ", ") + std::to_string(p).substr(0, 5);
-    return s;
-  }()};
+           std::string s;
+           for (double p : rates) s += (s.empty() ? "" : ", ") + std::to_string(p).substr(0, 5);
+           return s;
+         }()};
   c.typical = typical;
   c.inputs = [n] {
     auto x = randomFloats(Key{60, static_cast<std::uint32_t>(n)}, n);
     x[n / 2] = test::kNaN;
-    return Tensors{hostTensor(x, {n})};
+    return Tensors{host(x, {n})};
   };
   c.run = [rates](const Tensors& in) {
     Tensors out;
@@ -173,7 +175,7 @@ Case dropoutCase(std::int64_t n, std::vector<double> rates, bool typical) {
     for (double p : rates) {
       std::vector<float> y(in[0].numel());
       ref::dropout(valuesOf(in[0]).data(), in[0].numel(), Key{61, 62}, p, y.data());
-      out.push_back(hostTensor(y, in[0].shape()));
+      out.push_back(host(y, in[0].shape()));
     }
     return out;
   };
@@ -184,8 +186,7 @@ Case dropoutCase(std::int64_t n, std::vector<double> rates, bool typical) {
 
 std::vector<Case> rowsCases() {
   std::vector<Case> cases;
-  for (const RowsShape& s : kShapes)
-    cases.push_back(layerNormCase(s.name(), {s.rows, s.n}, 1, s.typical));
+  for (const RowsShape& s : kShapes) cases.push_back(layerNormCase(s.name(), {s.rows, s.n}, 1, s.typical));
   cases.push_back(layerNormCase("[2, 3, 17] leading axes are rows", {2, 3, 17}, 3, false));
   for (auto make : {layerNormGradCase, crossEntropyRowsCase, crossEntropyGradCase, argmaxCase})
     for (const RowsShape& s : kShapes) cases.push_back(make(s));

@@ -41,13 +41,15 @@ std::string difference(const std::vector<T>& got, const std::vector<T>& want) {
       ++count;
     }
   if (count == 0) return {};
-  s << count << " of " << got.size() << " elements differ; first at index " << first << ": got "
-    << describe(got[first]) << ", want " << describe(want[first]);
+  s << count << " of " << got.size() << " elements differ; first at index " << first << ": got " << describe(got[first])
+    << ", want " << describe(want[first]);
   return s.str();
 }
 }  // namespace
 
-std::string bitDifference(const std::vector<float>& got, const std::vector<float>& want) { return difference(got, want); }
+std::string bitDifference(const std::vector<float>& got, const std::vector<float>& want) {
+  return difference(got, want);
+}
 std::string bitDifference(const std::vector<double>& got, const std::vector<double>& want) {
   return difference(got, want);
 }

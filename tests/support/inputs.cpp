@@ -37,7 +37,8 @@ std::vector<float> poolSpecials(Key key, std::int64_t planes, std::int64_t h, st
 
 std::vector<std::int64_t> randomLabels(Key key, std::int64_t rows, std::int64_t classes) {
   std::vector<std::int64_t> v(static_cast<std::size_t>(rows));
-  for (std::int64_t r = 0; r < rows; ++r) v[r] = static_cast<std::int64_t>(key.word(static_cast<std::uint64_t>(r)) % classes);
+  for (std::int64_t r = 0; r < rows; ++r)
+    v[r] = static_cast<std::int64_t>(key.word(static_cast<std::uint64_t>(r)) % classes);
   return v;
 }
 

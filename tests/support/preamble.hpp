@@ -15,8 +15,8 @@
 #include "support/test_data.hpp"
 #include "support/torch_data.hpp"
 
-using gizml::DType;
 using gizml::Device;
+using gizml::DType;
 using gizml::Key;
 using gizml::Lazy;
 using gizml::Tensor;

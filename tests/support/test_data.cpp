@@ -22,7 +22,8 @@ std::string testDataFile(const std::string& name) {
   if (!fs::is_directory(folder))
     throw std::runtime_error("no test data folder " + folder.string() + " (looked at " + how + ")");
   const fs::path file = folder / name;
-  if (!fs::is_regular_file(file)) throw std::runtime_error("no test data file " + file.string() + " (looked at " + how + ")");
+  if (!fs::is_regular_file(file))
+    throw std::runtime_error("no test data file " + file.string() + " (looked at " + how + ")");
   return file.string();
 }
 
