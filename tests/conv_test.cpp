@@ -1,136 +1,33 @@
-// The convolution helpers (SPEC §3 "Convolution and pooling"): host = reference bit for bit (edge
-// shapes, NaN and inf, 1 and 2 threads), a batch item alone = the item in a batch, the adjoint
-// identities of im2col / col2im in float64, accuracy against float64, PyTorch's values, bad input,
-// and the GPU = host bit for bit.
-#include <gtest/gtest.h>
-
+// The convolution helpers (SPEC §3 "Convolution and pooling") beyond the registry's checks
+// (tests/registry/conv_cases.cpp): col2im's order, slices and windows, the adjoint identities of
+// im2col / col2im in float64, accuracy against float64, PyTorch's values, bad input, and the
+// formulas the GPU runs, run on the host.
 #include <cmath>
-#include <limits>
-#include <string>
 
-#include "gizml/gizml.hpp"
 #include "netops/conv/conv.hpp"
 #include "reference/conv_reference.hpp"
-#include "support/compare.hpp"
-#include "support/errors.hpp"
-#include "support/gpu.hpp"
-#include "support/torch_data.hpp"
-
-using gizml::DType;
-using gizml::Device;
-using gizml::Key;
-using gizml::Tensor;
-using gizml::test::expectThrowsNaming;
-using gizml::test::forThreadCounts;
-using gizml::test::randomFloats;
-using gizml::test::sameBits;
-namespace netops = gizml::netops;
-namespace ref = gizml::reference;
+#include "registry/shapes.hpp"
+#include "support/preamble.hpp"
 
 namespace {
-
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-Tensor host(const std::vector<float>& v, const gizml::Shape& s) { return Tensor::fromVector(v, s); }
-
-/// Random values with NaN, +inf and -inf planted (when there is room), and a -0.
-std::vector<float> withSpecials(Key key, std::int64_t count) {
-  auto v = randomFloats(key, count, 2.0f, 0.25f);
-  if (count >= 8) {
-    v[count / 3] = kNaN;
-    v[count / 2] = kInf;
-    v[(2 * count) / 3] = -kInf;
-    v[count - 1] = -0.0f;
-  }
-  return v;
-}
-
-std::vector<gizml::test::TorchCase> torchCases(const std::string& op) {
-  std::vector<gizml::test::TorchCase> out;
-  for (auto& c : gizml::test::readTorchCases(std::string(GIZML_TEST_DATA) + "/torch_conv.txt"))
-    if (c.op == op) out.push_back(c);
-  return out;
-}
 
 std::vector<float> slice(const std::vector<float>& v, std::int64_t from, std::int64_t count) {
   return std::vector<float>(v.begin() + from, v.begin() + from + count);
 }
 
-// ---- 2-d cases ---------------------------------------------------------------------------------------
-
-struct Case2d {
-  std::int64_t n, c, h, w, kh, kw, stride, pad;
-  std::int64_t oh() const { return (h + 2 * pad - kh) / stride + 1; }
-  std::int64_t ow() const { return (w + 2 * pad - kw) / stride + 1; }
-  std::int64_t rows() const { return n * oh() * ow(); }
-  std::int64_t width() const { return c * kh * kw; }
-  std::string name() const {
-    return "x [" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
-           "] k " + std::to_string(kh) + "x" + std::to_string(kw) + " stride " + std::to_string(stride) + " pad " +
-           std::to_string(pad);
-  }
-};
-const Case2d kCases2d[] = {
-    {1, 1, 1, 1, 1, 1, 1, 0},   // one pixel
-    {2, 3, 5, 7, 3, 3, 1, 1},   // the usual 3x3, pad 1
-    {1, 2, 6, 5, 2, 3, 2, 0},   // stride 2, a non-square kernel
-    {2, 1, 9, 8, 2, 2, 3, 0},   // stride > kernel: pixels no window sees
-    {1, 2, 4, 5, 3, 3, 1, 2},   // pad 2: windows wholly in the padding
-    {1, 3, 3, 4, 5, 6, 1, 1},   // kernel = the padded image: one window
-    {3, 2, 17, 16, 4, 3, 2, 1}, // odd sizes
-    {1, 17, 6, 6, 3, 3, 3, 2},  // many channels, stride 3 pad 2
-};
-
-// ---- 1-d cases ---------------------------------------------------------------------------------------
-
-struct Case1d {
-  std::int64_t t, c, k, stride, pad, dilation;
-  std::int64_t ot() const { return (t + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
-  std::string name() const {
-    return "x [" + std::to_string(t) + ", " + std::to_string(c) + "] k " + std::to_string(k) + " stride " +
-           std::to_string(stride) + " pad " + std::to_string(pad) + " dilation " + std::to_string(dilation);
-  }
-};
-const Case1d kCases1d[] = {
-    {1, 1, 1, 1, 0, 1},  {9, 3, 3, 1, 0, 1},  {11, 4, 3, 2, 1, 1}, {10, 3, 3, 1, 2, 2}, {16, 2, 2, 2, 1, 3},
-    {13, 5, 2, 3, 0, 1},  // stride > k
-    {4, 3, 6, 1, 1, 1},   // k = t + 2 pad: one row
-    {5, 2, 3, 1, 2, 2},   // dilated kernel = the padded input
-    {33, 7, 5, 2, 2, 3}, {40, 17, 4, 1, 1, 1},
-};
+// The registry's shape lists (tests/registry/shapes.hpp).
+using Case2d = gizml::registry::Shape2d;
+using Case1d = gizml::registry::Shape1d;
+using ConvCase = gizml::registry::Conv1dShape;
+using TransposeCase = gizml::registry::TransposeShape;
+const auto& kCases2d = gizml::registry::kShapes2d;
+const auto& kCases1d = gizml::registry::kShapes1d;
+const auto& kConvCases = gizml::registry::kConv1dShapes;
+const auto& kTransposeCases = gizml::registry::kTransposeShapes;
 
 }  // namespace
 
 // ---- im2col / col2im ---------------------------------------------------------------------------------
-
-TEST(Im2col, HostEqualsReference) {
-  for (const auto& c : kCases2d) {
-    SCOPED_TRACE(c.name());
-    auto x = withSpecials(Key{1, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c.n * c.c * c.h * c.w);
-    std::vector<float> want(c.rows() * c.width());
-    ref::im2col(x.data(), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad, want.data());
-    forThreadCounts([&] {
-      Tensor cols = netops::im2col(host(x, {c.n, c.c, c.h, c.w}), c.kh, c.kw, c.stride, c.pad);
-      EXPECT_EQ(cols.shape(), (gizml::Shape{c.rows(), c.width()}));
-      EXPECT_TRUE(sameBits(cols.toVector<float>(), want));
-    });
-  }
-}
-
-TEST(Col2im, HostEqualsReference) {
-  for (const auto& c : kCases2d) {
-    SCOPED_TRACE(c.name());
-    auto cols = withSpecials(Key{2, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c.rows() * c.width());
-    std::vector<float> want(c.n * c.c * c.h * c.w);
-    ref::col2im(cols.data(), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad, want.data());
-    forThreadCounts([&] {
-      Tensor x = netops::col2im(host(cols, {c.rows(), c.width()}), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad);
-      EXPECT_EQ(x.shape(), (gizml::Shape{c.n, c.c, c.h, c.w}));
-      EXPECT_TRUE(sameBits(x.toVector<float>(), want));
-    });
-  }
-}
 
 TEST(Col2im, AddsInWindowOffsetOrder) {
   // One pixel seen by four windows (1x1 image, 2x2 kernel, stride 1, pad 1): window offsets
@@ -143,25 +40,6 @@ TEST(Col2im, AddsInWindowOffsetOrder) {
   cols[0 * 4 + 3] = 1.0f;                 // row 0, offset (1,1)
   float got = netops::col2im(host(cols, {4, 4}), 1, 1, 1, 1, 2, 2, 1, 1).toVector<float>()[0];
   EXPECT_TRUE(sameBits(got, 2.0f));
-}
-
-TEST(Im2col, BatchItemAloneEqualsItsRows) {
-  const Case2d c{4, 3, 9, 7, 3, 2, 2, 1};
-  auto x = randomFloats(Key{3, 3}, c.n * c.c * c.h * c.w);
-  auto batch = netops::im2col(host(x, {c.n, c.c, c.h, c.w}), c.kh, c.kw, c.stride, c.pad).toVector<float>();
-  auto cols = randomFloats(Key{4, 4}, c.rows() * c.width());
-  auto back = netops::col2im(host(cols, {c.rows(), c.width()}), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad)
-                  .toVector<float>();
-  const std::int64_t item = c.c * c.h * c.w, itemRows = c.oh() * c.ow();
-  for (std::int64_t b = 0; b < c.n; ++b) {
-    auto alone = netops::im2col(host(slice(x, b * item, item), {1, c.c, c.h, c.w}), c.kh, c.kw, c.stride, c.pad);
-    EXPECT_TRUE(sameBits(alone.toVector<float>(), slice(batch, b * itemRows * c.width(), itemRows * c.width())))
-        << "item " << b;
-    auto backAlone = netops::col2im(host(slice(cols, b * itemRows * c.width(), itemRows * c.width()),
-                                         {itemRows, c.width()}),
-                                    1, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad);
-    EXPECT_TRUE(sameBits(backAlone.toVector<float>(), slice(back, b * item, item))) << "item " << b;
-  }
 }
 
 TEST(Im2col, AdjointIdentityInFloat64) {
@@ -186,7 +64,7 @@ TEST(Im2col, AdjointIdentityInFloat64) {
 }
 
 TEST(Im2col, MatchesPyTorchUnfold) {
-  auto cases = torchCases("im2col");
+  auto cases = torchCases("torch_conv.txt", "im2col");
   ASSERT_GE(cases.size(), 5u);
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
@@ -199,28 +77,6 @@ TEST(Im2col, MatchesPyTorchUnfold) {
 
 // ---- im2col1d / col2im1d -------------------------------------------------------------------------------
 
-TEST(Im2col1d, HostEqualsReference) {
-  for (const auto& c : kCases1d) {
-    SCOPED_TRACE(c.name());
-    auto x = withSpecials(Key{10, static_cast<std::uint32_t>(c.t)}, c.t * c.c);
-    const std::int64_t ot = c.ot();
-    // (first, count): everything, a middle slice, an empty one, the last row, the tail from first.
-    const std::pair<std::int64_t, std::int64_t> slices[] = {{0, -1}, {ot / 3, (ot + 1) / 2 - ot / 3}, {ot / 2, 0},
-                                                            {ot - 1, 1}, {ot / 2, -1}, {ot, 0}};
-    for (auto [first, count] : slices) {
-      SCOPED_TRACE("first " + std::to_string(first) + " count " + std::to_string(count));
-      const std::int64_t rows = count < 0 ? ot - first : count;
-      std::vector<float> want(rows * c.c * c.k);
-      ref::im2col1d(x.data(), c.t, c.c, c.k, c.stride, c.pad, c.dilation, first, rows, want.data());
-      forThreadCounts([&] {
-        Tensor out = netops::im2col1d(host(x, {c.t, c.c}), c.k, c.stride, c.pad, c.dilation, first, count);
-        EXPECT_EQ(out.shape(), (gizml::Shape{rows, c.c * c.k}));
-        EXPECT_TRUE(sameBits(out.toVector<float>(), want));
-      });
-    }
-  }
-}
-
 TEST(Im2col1d, SliceEqualsRowsOfTheWhole) {
   const Case1d c{50, 6, 4, 3, 2, 2};
   auto x = randomFloats(Key{11, 11}, c.t * c.c);
@@ -232,25 +88,6 @@ TEST(Im2col1d, SliceEqualsRowsOfTheWhole) {
       EXPECT_TRUE(sameBits(part.toVector<float>(), slice(whole, first * width, count * width)))
           << "first " << first << " count " << count;
     }
-}
-
-TEST(Col2im1d, HostEqualsReference) {
-  for (const auto& c : kCases1d) {
-    if (c.dilation != 1) continue;  // col2im1d has no dilation
-    SCOPED_TRACE(c.name());
-    // rows = ot (im2col1d's adjoint), and rows not tied to the length (entries past it drop).
-    for (std::int64_t rows : {c.ot(), c.ot() + 3, std::int64_t{1}}) {
-      SCOPED_TRACE("rows " + std::to_string(rows));
-      auto cols = withSpecials(Key{12, static_cast<std::uint32_t>(rows)}, rows * c.c * c.k);
-      std::vector<float> want(c.t * c.c);
-      ref::col2im1d(cols.data(), rows, c.c, c.t, c.k, c.stride, c.pad, want.data());
-      forThreadCounts([&] {
-        Tensor out = netops::col2im1d(host(cols, {rows, c.c * c.k}), c.c, c.t, c.k, c.stride, c.pad);
-        EXPECT_EQ(out.shape(), (gizml::Shape{c.t, c.c}));
-        EXPECT_TRUE(sameBits(out.toVector<float>(), want));
-      });
-    }
-  }
 }
 
 TEST(Im2col1d, AdjointIdentityInFloat64) {
@@ -275,17 +112,6 @@ TEST(Im2col1d, AdjointIdentityInFloat64) {
 // ---- conv1d ---------------------------------------------------------------------------------------------
 
 namespace {
-
-struct ConvCase {
-  Case1d g;
-  std::int64_t o;
-  bool bias;
-};
-const ConvCase kConvCases[] = {
-    {{1, 1, 1, 1, 0, 1}, 1, false}, {{9, 3, 3, 1, 0, 1}, 4, true},   {{11, 4, 3, 2, 1, 1}, 16, true},
-    {{10, 3, 3, 1, 2, 2}, 17, false}, {{16, 2, 2, 2, 1, 3}, 33, true}, {{13, 5, 2, 3, 0, 1}, 15, true},
-    {{4, 3, 6, 1, 1, 1}, 2, true},   {{5, 2, 3, 1, 2, 2}, 31, false}, {{40, 17, 4, 1, 1, 1}, 48, true},
-};
 
 /// The float64 value of conv1d's output (r, oc) and the sum of its terms' magnitudes.
 std::pair<double, double> conv1d64(const std::vector<float>& x, const std::vector<float>& w, const float* bias,
@@ -334,25 +160,6 @@ std::vector<Tensor> biasArg(const std::vector<float>& b, bool on) {
 }
 
 }  // namespace
-
-TEST(Conv1d, HostEqualsReference) {
-  for (const auto& cc : kConvCases) {
-    const Case1d& c = cc.g;
-    SCOPED_TRACE(c.name() + " o " + std::to_string(cc.o) + (cc.bias ? " bias" : ""));
-    auto x = withSpecials(Key{20, static_cast<std::uint32_t>(c.t)}, c.t * c.c);
-    auto w = withSpecials(Key{21, static_cast<std::uint32_t>(cc.o)}, cc.o * c.c * c.k);
-    auto b = randomFloats(Key{22, 0}, cc.o);
-    std::vector<float> want(c.ot() * cc.o);
-    ref::conv1d(x.data(), c.t, c.c, w.data(), cc.o, c.k, cc.bias ? b.data() : nullptr, c.stride, c.pad, c.dilation,
-                want.data());
-    forThreadCounts([&] {
-      Tensor y = netops::conv1d(host(x, {c.t, c.c}), host(w, {cc.o, c.c, c.k}), biasArg(b, cc.bias), c.stride, c.pad,
-                                c.dilation);
-      EXPECT_EQ(y.shape(), (gizml::Shape{c.ot(), cc.o}));
-      EXPECT_TRUE(sameBits(y.toVector<float>(), want));
-    });
-  }
-}
 
 TEST(Conv1d, PaddedTapsTakeTheirFma) {
   // x = [1], w = [inf, 1, inf] over a pad of 1: the padded taps give 0 * inf = NaN, as
@@ -411,7 +218,7 @@ TEST(Conv1d, AccuracyAgainstFloat64) {
 
 TEST(Conv1d, MatchesPyTorch) {
   // PyTorch sums in its own order: within 1e-5 (1 + sum |x w| + |bias|).
-  auto cases = torchCases("conv1d");
+  auto cases = torchCases("torch_conv.txt", "conv1d");
   ASSERT_GE(cases.size(), 6u);
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
@@ -435,40 +242,6 @@ TEST(Conv1d, MatchesPyTorch) {
 
 // ---- convTranspose1d ------------------------------------------------------------------------------------
 
-namespace {
-struct TransposeCase {
-  std::int64_t n, c, o, k, stride, pad;
-  bool bias;
-  std::int64_t length() const { return (n - 1) * stride - 2 * pad + k; }
-  std::string name() const {
-    return "x [" + std::to_string(n) + ", " + std::to_string(c) + "] o " + std::to_string(o) + " k " +
-           std::to_string(k) + " stride " + std::to_string(stride) + " pad " + std::to_string(pad) +
-           (bias ? " bias" : "");
-  }
-};
-const TransposeCase kTransposeCases[] = {
-    {1, 1, 1, 1, 1, 0, false}, {5, 3, 4, 3, 1, 0, true},  {6, 3, 16, 4, 2, 1, true}, {5, 4, 17, 5, 3, 2, false},
-    {4, 2, 33, 2, 3, 0, true}, {1, 3, 2, 3, 2, 1, true},  {9, 20, 7, 3, 1, 1, true}, {3, 2, 5, 7, 2, 3, true},
-};
-}  // namespace
-
-TEST(ConvTranspose1d, HostEqualsReference) {
-  for (const auto& c : kTransposeCases) {
-    SCOPED_TRACE(c.name());
-    auto x = withSpecials(Key{30, static_cast<std::uint32_t>(c.n)}, c.n * c.c);
-    auto w = withSpecials(Key{31, static_cast<std::uint32_t>(c.o)}, c.c * c.o * c.k);
-    auto b = randomFloats(Key{32, 0}, c.o);
-    std::vector<float> want(c.length() * c.o);
-    ref::convTranspose1d(x.data(), c.n, c.c, w.data(), c.o, c.k, c.bias ? b.data() : nullptr, c.stride, c.pad,
-                         want.data());
-    forThreadCounts([&] {
-      Tensor y = netops::convTranspose1d(host(x, {c.n, c.c}), host(w, {c.c, c.o, c.k}), biasArg(b, c.bias), c.stride,
-                                         c.pad);
-      EXPECT_EQ(y.shape(), (gizml::Shape{c.length(), c.o}));
-      EXPECT_TRUE(sameBits(y.toVector<float>(), want));
-    });
-  }
-}
 
 TEST(ConvTranspose1d, AccuracyAgainstFloat64) {
   // |y - y64| <= (c + k + 1) 2^-23 (sum |x w| + |bias|): each cols chain, the adds of col2im1d and
@@ -512,7 +285,7 @@ TEST(ConvTranspose1d, IsCols2im1dOfTheChains) {
 }
 
 TEST(ConvTranspose1d, MatchesPyTorch) {
-  auto cases = torchCases("convTranspose1d");
+  auto cases = torchCases("torch_conv.txt", "convTranspose1d");
   ASSERT_GE(cases.size(), 5u);
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
@@ -536,18 +309,7 @@ TEST(ConvTranspose1d, MatchesPyTorch) {
 
 // ---- causalMask -----------------------------------------------------------------------------------------
 
-TEST(CausalMask, EqualsReference) {
-  for (auto [tq, tk] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {4, 4}, {3, 7}, {7, 3}, {0, 5}, {5, 0}, {16, 33}}) {
-    SCOPED_TRACE(std::to_string(tq) + " x " + std::to_string(tk));
-    std::vector<float> want(tq * tk);
-    ref::causalMask(tq, tk, want.data());
-    forThreadCounts([&] {
-      Tensor m = netops::causalMask(tq, tk);
-      EXPECT_EQ(m.shape(), (gizml::Shape{tq, tk}));
-      EXPECT_TRUE(m.device().isHost());
-      EXPECT_TRUE(sameBits(m.toVector<float>(), want));
-    });
-  }
+TEST(CausalMask, LastQuerySeesEveryKey) {
   // tq < tk: the last query sees every key, the first sees tk - tq + 1.
   auto m = netops::causalMask(2, 4).toVector<float>();
   EXPECT_EQ(m, (std::vector<float>{0, 0, 0, -kInf, 0, 0, 0, 0}));
@@ -756,61 +518,6 @@ TEST(ConvFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
 }
 
 // ---- the GPU = the host, bit for bit ----------------------------------------------------------------
-
-TEST(ConvCuda, EveryOpEqualsTheHost) {
-  GIZML_NEED_GPU();
-  const Device gpu = Device::cuda(0);
-  for (const auto& c : kCases2d) {
-    SCOPED_TRACE(c.name());
-    Tensor x = host(withSpecials(Key{40, static_cast<std::uint32_t>(c.h)}, c.n * c.c * c.h * c.w), {c.n, c.c, c.h, c.w});
-    Tensor cols = host(withSpecials(Key{41, static_cast<std::uint32_t>(c.w)}, c.rows() * c.width()), {c.rows(), c.width()});
-    Tensor colsD = netops::im2col(x.to(gpu), c.kh, c.kw, c.stride, c.pad);
-    EXPECT_EQ(colsD.device(), gpu);
-    EXPECT_TRUE(sameBits(colsD.toVector<float>(), netops::im2col(x, c.kh, c.kw, c.stride, c.pad).toVector<float>()))
-        << "im2col";
-    EXPECT_TRUE(sameBits(netops::col2im(cols.to(gpu), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad).toVector<float>(),
-                         netops::col2im(cols, c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad).toVector<float>()))
-        << "col2im";
-  }
-  for (const auto& c : kCases1d) {
-    SCOPED_TRACE(c.name());
-    Tensor x = host(withSpecials(Key{42, static_cast<std::uint32_t>(c.t)}, c.t * c.c), {c.t, c.c});
-    const std::int64_t ot = c.ot();
-    for (auto [first, count] : {std::pair<std::int64_t, std::int64_t>{0, -1}, {ot / 2, (ot + 1) / 2 - ot / 2}, {ot, 0}})
-      EXPECT_TRUE(sameBits(netops::im2col1d(x.to(gpu), c.k, c.stride, c.pad, c.dilation, first, count).toVector<float>(),
-                           netops::im2col1d(x, c.k, c.stride, c.pad, c.dilation, first, count).toVector<float>()))
-          << "im2col1d first " << first << " count " << count;
-    if (c.dilation == 1) {
-      Tensor cols = host(withSpecials(Key{43, static_cast<std::uint32_t>(c.t)}, (ot + 2) * c.c * c.k), {ot + 2, c.c * c.k});
-      EXPECT_TRUE(sameBits(netops::col2im1d(cols.to(gpu), c.c, c.t, c.k, c.stride, c.pad).toVector<float>(),
-                           netops::col2im1d(cols, c.c, c.t, c.k, c.stride, c.pad).toVector<float>()))
-          << "col2im1d";
-    }
-  }
-  for (const auto& cc : kConvCases) {
-    const Case1d& c = cc.g;
-    SCOPED_TRACE(c.name() + " o " + std::to_string(cc.o));
-    Tensor x = host(withSpecials(Key{44, static_cast<std::uint32_t>(c.t)}, c.t * c.c), {c.t, c.c});
-    Tensor w = host(withSpecials(Key{45, static_cast<std::uint32_t>(cc.o)}, cc.o * c.c * c.k), {cc.o, c.c, c.k});
-    auto b = randomFloats(Key{46, 0}, cc.o);
-    std::vector<Tensor> bh = biasArg(b, cc.bias), bd;
-    for (const auto& t : bh) bd.push_back(t.to(gpu));
-    EXPECT_TRUE(sameBits(netops::conv1d(x.to(gpu), w.to(gpu), bd, c.stride, c.pad, c.dilation).toVector<float>(),
-                         netops::conv1d(x, w, bh, c.stride, c.pad, c.dilation).toVector<float>()))
-        << "conv1d";
-  }
-  for (const auto& c : kTransposeCases) {
-    SCOPED_TRACE(c.name());
-    Tensor x = host(withSpecials(Key{47, static_cast<std::uint32_t>(c.n)}, c.n * c.c), {c.n, c.c});
-    Tensor w = host(withSpecials(Key{48, static_cast<std::uint32_t>(c.o)}, c.c * c.o * c.k), {c.c, c.o, c.k});
-    auto b = randomFloats(Key{49, 0}, c.o);
-    std::vector<Tensor> bh = biasArg(b, c.bias), bd;
-    for (const auto& t : bh) bd.push_back(t.to(gpu));
-    EXPECT_TRUE(sameBits(netops::convTranspose1d(x.to(gpu), w.to(gpu), bd, c.stride, c.pad).toVector<float>(),
-                         netops::convTranspose1d(x, w, bh, c.stride, c.pad).toVector<float>()))
-        << "convTranspose1d";
-  }
-}
 
 TEST(ConvCuda, MixedDevicesAreAnError) {
   GIZML_NEED_GPU();

@@ -1,124 +1,24 @@
-// 2-d pooling (SPEC §3 "Convolution and pooling"): host = reference bit for bit (edge shapes, NaN
-// and inf, ties, 1 and 2 threads), a batch item alone = the item in a batch, the mean's accuracy
-// against float64, PyTorch's values and gradients, bad input, and the GPU = host bit for bit.
-#include <gtest/gtest.h>
-
+// 2-d pooling (SPEC §3 "Convolution and pooling") beyond the registry's checks
+// (tests/registry/pool_cases.cpp): ties, NaN and -0 in max, the mean's accuracy against float64,
+// PyTorch's values and gradients, bad input, and the formulas the GPU runs, run on the host.
 #include <cmath>
-#include <limits>
-#include <string>
 
-#include "gizml/gizml.hpp"
 #include "netops/pool/pool.hpp"
 #include "reference/conv_reference.hpp"
-#include "support/compare.hpp"
-#include "support/errors.hpp"
-#include "support/gpu.hpp"
-#include "support/torch_data.hpp"
-
-using gizml::DType;
-using gizml::Device;
-using gizml::Key;
-using gizml::Tensor;
-using gizml::test::expectThrowsNaming;
-using gizml::test::forThreadCounts;
-using gizml::test::randomFloats;
-using gizml::test::sameBits;
-namespace netops = gizml::netops;
-namespace ref = gizml::reference;
+#include "registry/shapes.hpp"
+#include "support/preamble.hpp"
 
 namespace {
 
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
+// The registry's shape list (tests/registry/shapes.hpp).
+using PoolCase = gizml::registry::PoolShape;
+const auto& kCases = gizml::registry::kPoolShapes;
 
-Tensor host(const std::vector<float>& v, const gizml::Shape& s) { return Tensor::fromVector(v, s); }
-
-struct PoolCase {
-  std::int64_t n, c, h, w, size, stride;
-  std::int64_t oh() const { return (h - size) / stride + 1; }
-  std::int64_t ow() const { return (w - size) / stride + 1; }
-  std::int64_t count() const { return n * c * h * w; }
-  std::int64_t outCount() const { return n * c * oh() * ow(); }
-  std::string name() const {
-    return "x [" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
-           "] size " + std::to_string(size) + " stride " + std::to_string(stride);
-  }
-};
-const PoolCase kCases[] = {
-    {1, 1, 1, 1, 1, 1},    // one pixel
-    {2, 3, 6, 8, 2, 2},    // the usual 2x2 / 2
-    {1, 2, 7, 7, 3, 1},    // overlapping windows
-    {2, 2, 9, 10, 2, 3},   // stride > size: pixels no window holds
-    {1, 3, 9, 8, 3, 2},    // odd overlap
-    {2, 1, 5, 5, 5, 1},    // the window is the image
-    {1, 2, 17, 33, 4, 4},  // odd sizes, a remainder left out
-    {3, 5, 16, 16, 2, 1},
-};
-
-/// Random values with NaN, inf, -inf, -0, a window of ties and an all-NaN window planted.
 std::vector<float> withSpecials(Key key, const PoolCase& c) {
-  auto v = randomFloats(key, c.count(), 2.0f, 0.0f);
-  const std::int64_t n = c.count();
-  if (n >= 16) {
-    v[n / 5] = kNaN;
-    v[n / 3] = kInf;
-    v[n / 2] = -kInf;
-    v[(3 * n) / 4] = -0.0f;
-    v[(3 * n) / 4 + 1] = 0.0f;
-    v[n - 2] = 1.5f;  // a tie with its neighbour
-    v[n - 1] = 1.5f;
-  }
-  // The first window of the last plane: all NaN.
-  if (c.n * c.c >= 2) {
-    float* plane = v.data() + (c.n * c.c - 1) * c.h * c.w;
-    for (std::int64_t i = 0; i < c.size; ++i)
-      for (std::int64_t j = 0; j < c.size; ++j) plane[i * c.w + j] = kNaN;
-  }
-  return v;
-}
-
-std::vector<float> slice(const std::vector<float>& v, std::int64_t from, std::int64_t count) {
-  return std::vector<float>(v.begin() + from, v.begin() + from + count);
+  return gizml::test::poolSpecials(key, c.n * c.c, c.h, c.w, c.size);
 }
 
 }  // namespace
-
-TEST(Pool2d, HostEqualsReference) {
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = withSpecials(Key{1, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c);
-    for (bool average : {false, true}) {
-      SCOPED_TRACE(average ? "average" : "max");
-      std::vector<float> want(c.outCount());
-      ref::pool2d(x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
-      forThreadCounts([&] {
-        Tensor y = netops::pool2d(host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride, average);
-        EXPECT_EQ(y.shape(), (gizml::Shape{c.n, c.c, c.oh(), c.ow()}));
-        EXPECT_TRUE(sameBits(y.toVector<float>(), want));
-      });
-    }
-  }
-}
-
-TEST(Pool2dGrad, HostEqualsReference) {
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = withSpecials(Key{2, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c);
-    auto dy = randomFloats(Key{3, static_cast<std::uint32_t>(c.h)}, c.outCount());
-    if (c.outCount() >= 4) dy[1] = kInf;
-    for (bool average : {false, true}) {
-      SCOPED_TRACE(average ? "average" : "max");
-      std::vector<float> want(c.count());
-      ref::pool2dGrad(dy.data(), x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
-      forThreadCounts([&] {
-        Tensor dx = netops::pool2dGrad(host(dy, {c.n, c.c, c.oh(), c.ow()}), host(x, {c.n, c.c, c.h, c.w}), c.size,
-                                       c.stride, average);
-        EXPECT_EQ(dx.shape(), (gizml::Shape{c.n, c.c, c.h, c.w}));
-        EXPECT_TRUE(sameBits(dx.toVector<float>(), want));
-      });
-    }
-  }
-}
 
 TEST(Pool2d, MaxTakesTheFirstLargestAndNeverNaN) {
   // Four 2x2 windows of a 2x8 image, window order row-major: (0,0) (0,1) (1,0) (1,1).
@@ -140,29 +40,6 @@ TEST(Pool2d, MaxTakesTheFirstLargestAndNeverNaN) {
   want[4] = 30;   // the all-NaN window's first element
   want[6] = 40;   // -0 at (0, 6)
   EXPECT_TRUE(sameBits(dx, want));
-}
-
-TEST(Pool2d, BatchItemAloneEqualsItInABatch) {
-  const PoolCase c{5, 3, 11, 9, 3, 2};
-  auto x = randomFloats(Key{4, 4}, c.count());
-  auto dy = randomFloats(Key{5, 5}, c.outCount());
-  const std::int64_t item = c.c * c.h * c.w, outItem = c.c * c.oh() * c.ow();
-  for (bool average : {false, true}) {
-    auto y = netops::pool2d(host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride, average).toVector<float>();
-    auto dx = netops::pool2dGrad(host(dy, {c.n, c.c, c.oh(), c.ow()}), host(x, {c.n, c.c, c.h, c.w}), c.size, c.stride,
-                                 average)
-                  .toVector<float>();
-    for (std::int64_t b = 0; b < c.n; ++b) {
-      Tensor xb = host(slice(x, b * item, item), {1, c.c, c.h, c.w});
-      EXPECT_TRUE(sameBits(netops::pool2d(xb, c.size, c.stride, average).toVector<float>(), slice(y, b * outItem, outItem)))
-          << "item " << b;
-      EXPECT_TRUE(sameBits(netops::pool2dGrad(host(slice(dy, b * outItem, outItem), {1, c.c, c.oh(), c.ow()}), xb, c.size,
-                                              c.stride, average)
-                               .toVector<float>(),
-                           slice(dx, b * item, item)))
-          << "item " << b;
-    }
-  }
 }
 
 TEST(Pool2d, MeanAccuracyAgainstFloat64) {
@@ -196,8 +73,7 @@ TEST(Pool2d, MatchesPyTorch) {
   // within 1e-6 (1 + |want|) (PyTorch divides by size² where gizml multiplies by F32(1 / size²),
   // and may add overlapping windows' gradients in another order).
   std::int64_t count = 0;
-  for (const auto& tc : gizml::test::readTorchCases(std::string(GIZML_TEST_DATA) + "/torch_conv.txt")) {
-    if (tc.op != "pool2d") continue;
+  for (const auto& tc : torchCases("torch_conv.txt", "pool2d")) {
     ++count;
     SCOPED_TRACE(tc.name);
     const auto& v = tc.ints;  // n c h w size stride average
@@ -285,26 +161,6 @@ TEST(PoolFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
 }
 
 // ---- the GPU = the host, bit for bit ----------------------------------------------------------------
-
-TEST(PoolCuda, EveryOpEqualsTheHost) {
-  GIZML_NEED_GPU();
-  const Device gpu = Device::cuda(0);
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    Tensor x = host(withSpecials(Key{10, static_cast<std::uint32_t>(c.h * 100 + c.w)}, c), {c.n, c.c, c.h, c.w});
-    Tensor dy = host(randomFloats(Key{11, static_cast<std::uint32_t>(c.h)}, c.outCount()), {c.n, c.c, c.oh(), c.ow()});
-    Tensor xd = x.to(gpu), dyd = dy.to(gpu);
-    for (bool average : {false, true}) {
-      Tensor yd = netops::pool2d(xd, c.size, c.stride, average);
-      EXPECT_EQ(yd.device(), gpu);
-      EXPECT_TRUE(sameBits(yd.toVector<float>(), netops::pool2d(x, c.size, c.stride, average).toVector<float>()))
-          << (average ? "average" : "max");
-      EXPECT_TRUE(sameBits(netops::pool2dGrad(dyd, xd, c.size, c.stride, average).toVector<float>(),
-                           netops::pool2dGrad(dy, x, c.size, c.stride, average).toVector<float>()))
-          << "grad " << (average ? "average" : "max");
-    }
-  }
-}
 
 TEST(PoolCuda, MixedDevicesAreAnError) {
   GIZML_NEED_GPU();

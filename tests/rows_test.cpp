@@ -1,29 +1,9 @@
-// The row ops (SPEC §3): host = reference bit for bit (edge shapes, NaN and inf, 1 and 2 threads),
-// a row alone = the row in a batch, accuracy against float64, PyTorch's values, bad input, and the
-// GPU = host bit for bit.
-#include <gtest/gtest.h>
-
+// The row ops (SPEC §3) beyond the registry's checks (tests/registry/rows_cases.cpp): leading axes,
+// ties and NaN in argmax, dropout's mask, accuracy against float64, PyTorch's values, bad input.
+#include <algorithm>
 #include <cmath>
-#include <limits>
-#include <string>
 
-#include "gizml/gizml.hpp"
-#include "reference/rows_reference.hpp"
-#include "support/compare.hpp"
-#include "support/errors.hpp"
-#include "support/gpu.hpp"
-#include "support/torch_data.hpp"
-
-using gizml::DType;
-using gizml::Device;
-using gizml::Key;
-using gizml::Tensor;
-using gizml::test::forThreadCounts;
-using gizml::test::randomFloats;
-using gizml::test::expectThrowsNaming;
-using gizml::test::sameBits;
-namespace netops = gizml::netops;
-namespace ref = gizml::reference;
+#include "support/preamble.hpp"
 
 namespace {
 
@@ -34,49 +14,9 @@ struct RowsCase {
 // Widths around the 16 lanes and their multiples, and a long odd row.
 const RowsCase kCases[] = {{1, 1}, {3, 2}, {2, 15}, {3, 16}, {4, 17}, {2, 31}, {3, 255}, {2, 256}, {5, 257}, {7, 1000}, {2, 4097}};
 
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-Tensor host(const std::vector<float>& v, const gizml::Shape& s) { return Tensor::fromVector(v, s); }
-
-/// Random rows with a few NaN / inf planted in the later rows (row 0 stays finite).
-std::vector<float> rowsWithSpecials(Key key, std::int64_t rows, std::int64_t n) {
-  auto x = randomFloats(key, rows * n, 2.0f, 0.5f);
-  if (rows >= 3) {
-    x[1 * n + n / 2] = kNaN;
-    x[2 * n + (n - 1)] = kInf;
-  }
-  if (rows >= 4) x[3 * n] = -kInf;
-  return x;
-}
-
-
-std::vector<gizml::test::TorchCase> torchCases(const std::string& op) {
-  std::vector<gizml::test::TorchCase> out;
-  for (auto& c : gizml::test::readTorchCases(std::string(GIZML_TEST_DATA) + "/torch_rows.txt"))
-    if (c.op == op) out.push_back(c);
-  return out;
-}
-
 }  // namespace
 
 // ---- layerNorm ------------------------------------------------------------------------------------
-
-TEST(LayerNorm, HostEqualsReference) {
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = rowsWithSpecials(Key{1, static_cast<std::uint32_t>(c.n)}, c.rows, c.n);
-    auto w = randomFloats(Key{2, 0}, c.n), b = randomFloats(Key{3, 0}, c.n);
-    std::vector<float> y(x.size()), mean(c.rows), rstd(c.rows);
-    ref::layerNorm(x.data(), w.data(), b.data(), 1e-5, c.rows, c.n, y.data(), mean.data(), rstd.data());
-    forThreadCounts([&] {
-      auto out = netops::layerNorm(host(x, {c.rows, c.n}), host(w, {c.n}), host(b, {c.n}), 1e-5);
-      EXPECT_TRUE(sameBits(out.y.toVector<float>(), y));
-      EXPECT_TRUE(sameBits(out.mean.toVector<float>(), mean));
-      EXPECT_TRUE(sameBits(out.rstd.toVector<float>(), rstd));
-    });
-  }
-}
 
 TEST(LayerNorm, LeadingAxesAreRows) {
   auto x = randomFloats(Key{4, 4}, 2 * 3 * 17);
@@ -86,18 +26,6 @@ TEST(LayerNorm, LeadingAxesAreRows) {
   EXPECT_EQ(a.y.shape(), (gizml::Shape{2, 3, 17}));
   EXPECT_EQ(a.mean.shape(), (gizml::Shape{6}));
   EXPECT_TRUE(sameBits(a.y.toVector<float>(), flat.y.toVector<float>()));
-}
-
-TEST(LayerNorm, RowAloneEqualsRowInBatch) {
-  const std::int64_t rows = 9, n = 257;
-  auto x = randomFloats(Key{7, 7}, rows * n, 3.0f);
-  auto w = randomFloats(Key{8, 8}, n), b = randomFloats(Key{9, 9}, n);
-  auto batch = netops::layerNorm(host(x, {rows, n}), host(w, {n}), host(b, {n}), 1e-5).y.toVector<float>();
-  for (std::int64_t r : {0, 4, 8}) {
-    std::vector<float> row(x.begin() + r * n, x.begin() + (r + 1) * n);
-    auto alone = netops::layerNorm(host(row, {1, n}), host(w, {n}), host(b, {n}), 1e-5).y.toVector<float>();
-    EXPECT_TRUE(sameBits(alone, std::vector<float>(batch.begin() + r * n, batch.begin() + (r + 1) * n))) << "row " << r;
-  }
 }
 
 TEST(LayerNorm, AccuracyAgainstFloat64) {
@@ -126,7 +54,7 @@ TEST(LayerNorm, AccuracyAgainstFloat64) {
 }
 
 TEST(LayerNorm, MatchesPyTorch) {
-  auto cases = torchCases("layerNorm");
+  auto cases = torchCases("torch_rows.txt", "layerNorm");
   ASSERT_GE(cases.size(), 5u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -155,26 +83,6 @@ TEST(LayerNorm, BadInput) {
 }
 
 // ---- layerNormGrad --------------------------------------------------------------------------------
-
-TEST(LayerNormGrad, HostEqualsReference) {
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = rowsWithSpecials(Key{20, static_cast<std::uint32_t>(c.n)}, c.rows, c.n);
-    auto dy = randomFloats(Key{21, 0}, c.rows * c.n);
-    auto w = randomFloats(Key{22, 0}, c.n), b = randomFloats(Key{23, 0}, c.n);
-    auto fwd = netops::layerNorm(host(x, {c.rows, c.n}), host(w, {c.n}), host(b, {c.n}), 1e-5);
-    auto mean = fwd.mean.toVector<float>(), rstd = fwd.rstd.toVector<float>();
-    std::vector<float> dx(x.size()), dw(c.n), db(c.n);
-    ref::layerNormGrad(dy.data(), x.data(), w.data(), mean.data(), rstd.data(), c.rows, c.n, dx.data(), dw.data(),
-                       db.data());
-    forThreadCounts([&] {
-      auto g = netops::layerNormGrad(host(dy, {c.rows, c.n}), host(x, {c.rows, c.n}), host(w, {c.n}), fwd.mean, fwd.rstd);
-      EXPECT_TRUE(sameBits(g.dx.toVector<float>(), dx));
-      EXPECT_TRUE(sameBits(g.dweight.toVector<float>(), dw));
-      EXPECT_TRUE(sameBits(g.dbias.toVector<float>(), db));
-    });
-  }
-}
 
 TEST(LayerNormGrad, AccuracyAgainstFloat64) {
   // dx against the float64 formula; bound 1e-5 (|rstd| (|g| + |a| + |xhat c|)) + 1e-6.
@@ -228,44 +136,12 @@ TEST(LayerNormGrad, BadInput) {
 
 // ---- crossEntropy -----------------------------------------------------------------------------------
 
-TEST(CrossEntropy, HostEqualsReference) {
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = rowsWithSpecials(Key{40, static_cast<std::uint32_t>(c.n)}, c.rows, c.n);
-    auto labels = gizml::test::randomLabels(Key{41, 0}, c.rows, c.n);
-    std::vector<float> rowsRef(c.rows), gradRef(x.size());
-    for (std::int64_t r = 0; r < c.rows; ++r) rowsRef[r] = ref::crossEntropyRow(x.data() + r * c.n, c.n, labels[r]);
-    ref::crossEntropyGrad(x.data(), c.rows, c.n, labels, 0.25, gradRef.data());
-    double lossRef = ref::crossEntropyLoss(x.data(), c.rows, c.n, labels);
-    forThreadCounts([&] {
-      Tensor logits = host(x, {c.rows, c.n});
-      EXPECT_TRUE(sameBits(netops::crossEntropyRows(logits, labels).toVector<float>(), rowsRef));
-      EXPECT_TRUE(sameBits(netops::crossEntropyLoss(logits, labels), lossRef));
-      EXPECT_TRUE(sameBits(netops::crossEntropyGrad(logits, labels, 0.25).toVector<float>(), gradRef));
-    });
-  }
-}
-
-TEST(CrossEntropy, RowAloneEqualsRowInBatch) {
-  const std::int64_t rows = 8, n = 1000;
-  auto x = randomFloats(Key{42, 0}, rows * n, 5.0f);
-  auto labels = gizml::test::randomLabels(Key{43, 0}, rows, n);
-  auto batch = netops::crossEntropyRows(host(x, {rows, n}), labels).toVector<float>();
-  auto gradBatch = netops::crossEntropyGrad(host(x, {rows, n}), labels, 1.0).toVector<float>();
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::vector<float> row(x.begin() + r * n, x.begin() + (r + 1) * n);
-    EXPECT_TRUE(sameBits(netops::crossEntropyRows(host(row, {1, n}), {labels[r]}).toVector<float>()[0], batch[r]));
-    EXPECT_TRUE(sameBits(netops::crossEntropyGrad(host(row, {1, n}), {labels[r]}, 1.0).toVector<float>(),
-                         std::vector<float>(gradBatch.begin() + r * n, gradBatch.begin() + (r + 1) * n)));
-  }
-}
-
 TEST(CrossEntropy, AccuracyAgainstFloat64) {
   // Loss within 2e-6 (|m| + log(n) + |x[label]| + 1) of float64's; gradient within 1e-6 absolute.
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name());
     auto x = randomFloats(Key{44, static_cast<std::uint32_t>(c.n)}, c.rows * c.n, 4.0f);
-    auto labels = gizml::test::randomLabels(Key{45, 0}, c.rows, c.n);
+    auto labels = randomLabels(Key{45, 0}, c.rows, c.n);
     auto rows = netops::crossEntropyRows(host(x, {c.rows, c.n}), labels).toVector<float>();
     auto grad = netops::crossEntropyGrad(host(x, {c.rows, c.n}), labels, 1.0).toVector<float>();
     for (std::int64_t r = 0; r < c.rows; ++r) {
@@ -283,7 +159,7 @@ TEST(CrossEntropy, AccuracyAgainstFloat64) {
 }
 
 TEST(CrossEntropy, MatchesPyTorch) {
-  auto cases = torchCases("crossEntropy");
+  auto cases = torchCases("torch_rows.txt", "crossEntropy");
   ASSERT_GE(cases.size(), 4u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -324,16 +200,6 @@ TEST(CrossEntropy, BadInput) {
 
 // ---- argmax ---------------------------------------------------------------------------------------------
 
-TEST(Argmax, HostEqualsReference) {
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = rowsWithSpecials(Key{50, static_cast<std::uint32_t>(c.n)}, c.rows, c.n);
-    std::vector<std::int64_t> want(c.rows);
-    for (std::int64_t r = 0; r < c.rows; ++r) want[r] = ref::argmaxRow(x.data() + r * c.n, c.n);
-    forThreadCounts([&] { EXPECT_EQ(host(x, {c.rows, c.n}).argmax(), want); });
-  }
-}
-
 TEST(Argmax, TiesNaNAndInfinities) {
   std::vector<float> x = {
       1, 3, 3, 2,                 // tie: the first
@@ -357,19 +223,6 @@ TEST(Argmax, BadInput) {
 }
 
 // ---- dropout --------------------------------------------------------------------------------------------
-
-TEST(Dropout, HostEqualsReference) {
-  for (std::int64_t n : {1, 3, 4, 15, 16, 17, 63, 64, 65, 1000, 4097}) {
-    SCOPED_TRACE("n = " + std::to_string(n));
-    auto x = randomFloats(Key{60, static_cast<std::uint32_t>(n)}, n);
-    x[n / 2] = kNaN;
-    for (double p : {0.0, 0.1, 0.5, 1.0 / 3.0, 0.9, 1.0}) {
-      std::vector<float> want(n);
-      ref::dropout(x.data(), n, Key{61, 62}, p, want.data());
-      forThreadCounts([&] { EXPECT_TRUE(sameBits(host(x, {n}).dropout(Key{61, 62}, p).toVector<float>(), want)) << "p = " << p; });
-    }
-  }
-}
 
 TEST(Dropout, MaskFollowsTheKeysUniformDraw) {
   const std::int64_t n = 100000;
@@ -399,40 +252,6 @@ TEST(Dropout, BadInput) {
 }
 
 // ---- the GPU = the host, bit for bit ----------------------------------------------------------------
-
-TEST(RowsCuda, EveryOpEqualsTheHost) {
-  GIZML_NEED_GPU();
-  const Device gpu = Device::cuda(0);
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name());
-    auto x = rowsWithSpecials(Key{70, static_cast<std::uint32_t>(c.n)}, c.rows, c.n);
-    auto w = randomFloats(Key{71, 0}, c.n), b = randomFloats(Key{72, 0}, c.n);
-    auto dy = randomFloats(Key{73, 0}, c.rows * c.n);
-    auto labels = gizml::test::randomLabels(Key{74, 0}, c.rows, c.n);
-    Tensor xh = host(x, {c.rows, c.n}), wh = host(w, {c.n}), bh = host(b, {c.n}), dyh = host(dy, {c.rows, c.n});
-    Tensor xd = xh.to(gpu), wd = wh.to(gpu), bd = bh.to(gpu), dyd = dyh.to(gpu);
-
-    auto fh = netops::layerNorm(xh, wh, bh, 1e-5), fd = netops::layerNorm(xd, wd, bd, 1e-5);
-    EXPECT_TRUE(sameBits(fd.y.toVector<float>(), fh.y.toVector<float>())) << "layerNorm y";
-    EXPECT_TRUE(sameBits(fd.mean.toVector<float>(), fh.mean.toVector<float>())) << "layerNorm mean";
-    EXPECT_TRUE(sameBits(fd.rstd.toVector<float>(), fh.rstd.toVector<float>())) << "layerNorm rstd";
-    auto gh = netops::layerNormGrad(dyh, xh, wh, fh.mean, fh.rstd);
-    auto gd = netops::layerNormGrad(dyd, xd, wd, fd.mean, fd.rstd);
-    EXPECT_TRUE(sameBits(gd.dx.toVector<float>(), gh.dx.toVector<float>())) << "layerNormGrad dx";
-    EXPECT_TRUE(sameBits(gd.dweight.toVector<float>(), gh.dweight.toVector<float>())) << "layerNormGrad dweight";
-    EXPECT_TRUE(sameBits(gd.dbias.toVector<float>(), gh.dbias.toVector<float>())) << "layerNormGrad dbias";
-    EXPECT_TRUE(sameBits(netops::crossEntropyRows(xd, labels).toVector<float>(),
-                         netops::crossEntropyRows(xh, labels).toVector<float>())) << "crossEntropyRows";
-    EXPECT_TRUE(sameBits(netops::crossEntropyLoss(xd, labels), netops::crossEntropyLoss(xh, labels)));
-    EXPECT_TRUE(sameBits(netops::crossEntropyGrad(xd, labels, 0.5).toVector<float>(),
-                         netops::crossEntropyGrad(xh, labels, 0.5).toVector<float>())) << "crossEntropyGrad";
-    EXPECT_EQ(xd.argmax(), xh.argmax());
-    EXPECT_EQ(netops::crossEntropyRows(xd, labels).device(), gpu);
-    for (double p : {0.0, 0.25, 1.0})
-      EXPECT_TRUE(sameBits(xd.dropout(Key{75, 76}, p).toVector<float>(), xh.dropout(Key{75, 76}, p).toVector<float>()))
-          << "dropout p = " << p;
-  }
-}
 
 TEST(RowsCuda, MixedDevicesAreAnError) {
   GIZML_NEED_GPU();

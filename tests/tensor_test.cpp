@@ -1,20 +1,11 @@
 // The tensor layer (SPEC §2): Key and Philox, conversions, Tensor views and copies, and its errors.
-#include <gtest/gtest.h>
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "gizml/gizml.hpp"
-#include "support/compare.hpp"
-#include "support/gpu.hpp"
-
-using gizml::DType;
-using gizml::Device;
-using gizml::Key;
-using gizml::Tensor;
-using gizml::test::sameBits;
+#include "support/preamble.hpp"
 
 namespace {
 float fromBits(std::uint32_t u) {
@@ -263,7 +254,7 @@ TEST(Tensor, NoGpuMeansAClearError) {
 
 TEST(TensorCuda, CopiesAndDrawsEqualTheHost) {
   GIZML_NEED_GPU();
-  auto host = gizml::test::randomFloats(Key{5, 6}, 1000);
+  auto host = randomFloats(Key{5, 6}, 1000);
   Tensor h = Tensor::fromVector(host, {10, 100});
   Tensor d = h.to(Device::cuda(0));
   EXPECT_EQ(d.device(), Device::cuda(0));

@@ -17,18 +17,19 @@ void matmul(const float* a, const float* w, std::int64_t m, std::int64_t n, std:
     for (std::int64_t j = 0; j < n; ++j) c[i * n + j] = chain(a + i * k, w + j * k, k);
 }
 
-float epilogueStep(int op, float v, float operand, float value) {
+float epilogueStep(Lazy::Op op, float v, float operand, float value) {
   switch (op) {
-    case 0:  // bias
-    case 5:  // residual
+    case Lazy::Op::Bias:
+    case Lazy::Op::Residual:
       return v + operand;
-    case 1: return v * value;  // scale
-    case 2: {                  // silu: v / (1 + exp(-v))
+    case Lazy::Op::Scale:
+      return v * value;
+    case Lazy::Op::Silu: {  // v / (1 + exp(-v))
       float e = exact::exp(-v);
       float d = 1.0f + e;
       return v / d;
     }
-    case 3: {  // gelu (tanh form): v / (1 + exp(-2u)), 2u = ((v v v) 0.044715 + v) 1.5957691
+    case Lazy::Op::Gelu: {  // the tanh form: v / (1 + exp(-2u)), 2u = ((v v v) 0.044715 + v) 1.5957691
       float cube = v * v;
       cube = cube * v;
       float inner = cube * 0.044715f;
@@ -37,10 +38,11 @@ float epilogueStep(int op, float v, float operand, float value) {
       float d = 1.0f + exact::exp(-twoU);
       return v / d;
     }
-    default:  // relu
+    case Lazy::Op::Relu:
       if (std::isnan(v)) return v;
       return v > 0.0f ? v : 0.0f;
   }
+  return v;
 }
 
 void patchRows(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,

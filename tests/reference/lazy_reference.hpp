@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gizml/lazy.hpp"
+
 namespace gizml::reference {
 
 /// chain: acc = +0, then acc = fma(a[p], b[p * bStride], acc) for p = 0 .. n - 1.
@@ -12,8 +14,8 @@ float chain(const float* a, const float* b, std::int64_t n, std::int64_t bStride
 /// c [m, n] = a [m, k] times w [n, k] transposed, each element one chain.
 void matmul(const float* a, const float* w, std::int64_t m, std::int64_t n, std::int64_t k, float* c);
 
-/// One epilogue step (codes in Lazy::Op order: bias, scale, silu, gelu, relu, residual).
-float epilogueStep(int op, float v, float operand, float value);
+/// One epilogue step: `operand` is the bias or residual element, `value` the scale.
+float epilogueStep(Lazy::Op op, float v, float operand, float value);
 
 /// patchRows of x [c, h, w] into out [c kh kw, (r1 - r0) ow].
 void patchRows(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,

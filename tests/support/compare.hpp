@@ -1,4 +1,4 @@
-// Test helpers: bitwise and float64 comparisons that say where to look, random inputs from Key.
+// Test helpers: bitwise and float64 comparisons that say where to look.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "gizml/key.hpp"
+#include "support/inputs.hpp"
 
 namespace gizml::test {
 
-/// Equal bit for bit (any two NaNs count as equal: NaNs are canonicalised). On failure: the
+/// Equal bit for bit, except that any two NaNs count as equal: a NaN result is a NaN on every
+/// device, its sign and payload are not part of the contract (support/bits.hpp). On failure: the
 /// first differing index, both values and their bit patterns, and how many differ.
 ::testing::AssertionResult sameBits(const std::vector<float>& got, const std::vector<float>& want);
 ::testing::AssertionResult sameBits(float got, float want);
@@ -20,11 +21,6 @@ namespace gizml::test {
 /// Distance in units in the last place of the F32 result `got` from the exact value `want`
 /// (the spacing of floats at `want`, at least 2^-149).
 double ulpError(float got, double want);
-
-/// `count` values (key's normal draw) * scale + offset: never all zeros.
-std::vector<float> randomFloats(Key key, std::int64_t count, float scale = 1.0f, float offset = 0.0f);
-/// Labels in [0, classes), from the key's words.
-std::vector<std::int64_t> randomLabels(Key key, std::int64_t rows, std::int64_t classes);
 
 void setThreadsForTest(int n);
 void restoreThreadsForTest();
