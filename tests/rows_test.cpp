@@ -134,6 +134,44 @@ TEST(LayerNormGrad, BadInput) {
   expectThrowsNaming([&] { netops::layerNormGrad(dy, x.to(DType::F16), w, mean, rstd); }, fn, "x");
 }
 
+// ---- rmsNorm ----------------------------------------------------------------------------------------
+
+TEST(RmsNorm, AccuracyAgainstFloat64) {
+  // Bound: |y - y64| <= 1e-5 |y64| + 1e-7 (dot16 of positive terms in 16 lanes, then three
+  // roundings); measured worst about a tenth of it.
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    auto x = randomFloats(Key{13, static_cast<std::uint32_t>(c.n)}, c.rows * c.n, 2.0f, 0.5f);
+    auto w = randomFloats(Key{14, 0}, c.n);
+    auto out = netops::rmsNorm(host(x, {c.rows, c.n}), host(w, {c.n}), 1e-6);
+    auto y = out.y.toVector<float>(), scale = out.rstd.toVector<float>();
+    double worst = 0;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      double ss = 0;
+      for (std::int64_t i = 0; i < c.n; ++i) ss += static_cast<double>(x[r * c.n + i]) * x[r * c.n + i];
+      const double s64 = 1.0 / std::sqrt(ss / c.n + static_cast<double>(1e-6f));
+      EXPECT_NEAR(scale[r], s64, 1e-5 * s64) << "row " << r;
+      for (std::int64_t i = 0; i < c.n; ++i) {
+        const double want = x[r * c.n + i] * s64 * w[i];
+        worst = std::max(worst, std::fabs(y[r * c.n + i] - want) / (1e-5 * std::fabs(want) + 1e-7));
+      }
+    }
+    EXPECT_LE(worst, 1.0) << "worst error / bound";
+  }
+}
+
+TEST(RmsNorm, BadInput) {
+  const char* fn = "gizml::netops::rmsNorm";
+  Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}), w = host(randomFloats(Key{2, 2}, 4), {4});
+  expectThrowsNaming([&] { netops::rmsNorm(x, host({1, 2, 3}, {3}), 1e-6); }, fn, "weight");
+  expectThrowsNaming([&] { netops::rmsNorm(x, w.to(DType::BF16), 1e-6); }, fn, "weight");
+  expectThrowsNaming([&] { netops::rmsNorm(x.to(DType::F16), w, 1e-6); }, fn, "x");
+  expectThrowsNaming([&] { netops::rmsNorm(Tensor::empty({3, 0}), host({}, {0}), 1e-6); }, fn, "x");
+  expectThrowsNaming([&] { netops::rmsNorm(x, w, -1.0); }, fn, "eps");
+  expectThrowsNaming([&] { netops::rmsNorm(x, w, std::nan("")); }, fn, "eps");
+  expectThrowsNaming([&] { netops::rmsNorm(Tensor(), w, 1e-6); }, fn, "x");
+}
+
 // ---- crossEntropy -----------------------------------------------------------------------------------
 
 TEST(CrossEntropy, AccuracyAgainstFloat64) {

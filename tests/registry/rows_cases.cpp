@@ -90,6 +90,24 @@ Case layerNormGradCase(const RowsShape& s) {
   return c;
 }
 
+Case rmsNormCase(const RowsShape& s) {
+  Case c = rowsCase("rmsNorm", s);
+  c.inputs = [s] { return Tensors{specialRows(Key{10, s.seed()}, s), randomRow(Key{11, 0}, s.n)}; };
+  c.run = [](const Tensors& in) {
+    auto o = netops::rmsNorm(in[0], in[1], 1e-6);
+    return Tensors{o.y, o.rstd};
+  };
+  c.reference = [](const Tensors& in) {
+    const std::int64_t rows = in[0].rowCount(), n = in[0].rowLength();
+    std::vector<float> y(rows * n), rstd(rows);
+    ref::rmsNorm(valuesOf(in[0]).data(), valuesOf(in[1]).data(), 1e-6, rows, n, y.data(), rstd.data());
+    return Tensors{host(y, in[0].shape()), host(rstd, {rows})};
+  };
+  c.outputNames = {"y", "rstd"};
+  c.cut = {{{0, 1}}, {{0, 1}, {1, 1}}};
+  return c;
+}
+
 /// The cross-entropy ops' inputs: logits with specials and an I64 tensor of labels.
 Case crossEntropyCase(const std::string& op, const RowsShape& s) {
   Case c = rowsCase(op, s);
@@ -188,7 +206,7 @@ std::vector<Case> rowsCases() {
   std::vector<Case> cases;
   for (const RowsShape& s : kShapes) cases.push_back(layerNormCase(s.name(), {s.rows, s.n}, 1, s.typical));
   cases.push_back(layerNormCase("[2, 3, 17] leading axes are rows", {2, 3, 17}, 3, false));
-  for (auto make : {layerNormGradCase, crossEntropyRowsCase, crossEntropyGradCase, argmaxCase})
+  for (auto make : {layerNormGradCase, rmsNormCase, crossEntropyRowsCase, crossEntropyGradCase, argmaxCase})
     for (const RowsShape& s : kShapes) cases.push_back(make(s));
   // The mean adds crossEntropyRows' values: a few shapes suffice.
   for (const RowsShape& s : {kShapes[0], kShapes[4], kShapes[9], kShapes[11], kShapes[13]})
