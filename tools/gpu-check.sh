@@ -59,7 +59,7 @@ step_end() {
 }
 
 {
-  echo "gpu-check: $BUILD on $(hostname), $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "gpu-check: $BUILD on $(uname -n), $(date -u '+%Y-%m-%d %H:%M UTC')"
 
   step_begin "preflight" 60
   step_run nvidia-smi
