@@ -55,6 +55,10 @@ for f in "${bins[@]}" "$STAGE"/lib/*; do
 done
 [ $bad -eq 0 ] || { echo "build-gpu: FAILED: unstaged dependencies"; exit 1; }
 
+# The one thing lib/ cannot carry: the C library. The GPU machine's must be at least this new.
+glibc=$(for f in "${bins[@]}" "$STAGE"/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1)
+echo "build-gpu: the staged programs need glibc ${glibc#GLIBC_} or newer (this machine: $(ldd --version | head -1))"
+
 bytes=$(du -sb "$STAGE" | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')
 du -ab "$STAGE" | sort -n | tail -12 | awk '{printf "  %8.1f MiB  %s\n", $1 / 1048576, $2}'

@@ -64,11 +64,12 @@ step_end() {
   step_begin "preflight" 60
   step_run nvidia-smi
   echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads"
+  echo "C library: $(ldd --version 2>&1 | head -1)"
   for f in "$BUILD/gizml-check" "${tests[@]}" "$BUILD/bench/gizml_bench" "$BUILD"/lib/*; do
     if ! ldd "$f" >/dev/null 2>&1; then
       echo "--- ldd cannot read $f"; step_result=FAILED
-    elif ldd "$f" | grep -q "not found"; then
-      echo "--- $f: $(ldd "$f" | grep "not found" | tr -s ' \t' ' ' | tr '\n' ';')"; step_result=FAILED
+    elif ldd "$f" 2>&1 | grep -q "not found"; then  # a library, or a glibc version (stderr)
+      echo "--- $f: $(ldd "$f" 2>&1 | grep "not found" | tr -s ' \t' ' ' | tr '\n' ';')"; step_result=FAILED
     fi
   done
   step_end
