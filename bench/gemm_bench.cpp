@@ -1,5 +1,6 @@
-// The exact GEMM and what is built on it (affine, lazyConv) against OpenBLAS's cblas_sgemm on the
-// same product shapes, measured in the same run; the summary prints gizml / OpenBLAS per shape.
+// The exact GEMM and what is built on it (affine, lazyConv) on the host against OpenBLAS's
+// cblas_sgemm on the same product shapes, measured in the same run; the summary prints gizml /
+// OpenBLAS per shape. The gizml bodies are gemm_gizml.hpp's (gizml_bench runs them on the GPU).
 // OpenBLAS is a benchmark-only dependency. Machines here may set OPENBLAS_CORETYPE and
 // OPENBLAS_L2_SIZE, which hold OpenBLAS to older kernels: this program re-executes itself with
 // both unset (for its own process only) and prints the kernel OpenBLAS chose.
@@ -12,26 +13,20 @@
 #include <map>
 #include <string>
 
-#include "gizml/gizml.hpp"
+#include "gemm_gizml.hpp"
 
 using gizml::Key;
 using gizml::Tensor;
 
 namespace {
 
-double flops(double m, double n, double k) { return 2.0 * m * n * k; }
+using gizml::bench::gemmFlops;
+using gizml::bench::setFlops;
+const gizml::Device host = gizml::Device::host();
 
-void setFlops(benchmark::State& state, double perIteration) {
-  state.counters["FLOP/s"] = benchmark::Counter(perIteration * state.iterations(), benchmark::Counter::kIsRate);
-}
-
-// gizml: C [m, n] = A [m, k] W [n, k]ᵀ, exact.
+// gizml: C [m, n] = A [m, k] W [n, k]ᵀ, exact (the body gizml_bench runs too).
 void BM_Gemm_gizml(benchmark::State& state) {
-  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  Tensor a = Tensor::normal(Key{1, 1}, {m, k}), w = Tensor::normal(Key{2, 2}, {n, k});
-  Tensor c = Tensor::empty({m, n});
-  for (auto _ : state) gizml::lazyMatmul(a, w).storeInto(c);
-  setFlops(state, flops(m, n, k));
+  gizml::bench::gemm(state, host, state.range(0), state.range(1), state.range(2), gizml::DType::F32);
 }
 
 // OpenBLAS: the same product, row-major A times Wᵀ.
@@ -42,23 +37,16 @@ void BM_Gemm_openblas(benchmark::State& state) {
   for (auto _ : state)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data<float>(), k, w.data<float>(), k, 0.0f,
                 c.data<float>(), n);
-  setFlops(state, flops(m, n, k));
+  setFlops(state, gemmFlops(m, n, k));
 }
 
 void BM_Affine_gizml(benchmark::State& state) {
-  const std::int64_t rows = state.range(0), out = state.range(1), in = state.range(2);
-  Tensor x = Tensor::normal(Key{3, 3}, {rows, in}), w = Tensor::normal(Key{4, 4}, {out, in}), b = Tensor::normal(Key{5, 5}, {out});
-  for (auto _ : state) benchmark::DoNotOptimize(gizml::netops::affine(x, w, b).raw());
-  setFlops(state, flops(rows, out, in));
+  gizml::bench::affine(state, host, state.range(0), state.range(1), state.range(2));
 }
 
 // lazyConv: o <- c channels, 3 x 3, pad 1, h x w; its product is [o, h w] x [c 9, h w].
 void BM_LazyConv_gizml(benchmark::State& state) {
-  const std::int64_t o = state.range(0), c = state.range(1), hw = state.range(2);
-  Tensor x = Tensor::normal(Key{6, 6}, {c, hw, hw}), w = Tensor::normal(Key{7, 7}, {o, c * 9});
-  Tensor out = Tensor::empty({o, hw * hw});
-  for (auto _ : state) gizml::lazyConv(w, x, 3, 3, 1).storeInto(out);
-  setFlops(state, flops(o, hw * hw, c * 9));
+  gizml::bench::lazyConv(state, host, state.range(0), state.range(1), state.range(2), gizml::DType::F32);
 }
 
 // OpenBLAS on the convolution's product shape (patches built outside the timing): the peak
@@ -71,44 +59,7 @@ void BM_LazyConv_openblas(benchmark::State& state) {
   for (auto _ : state)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, o, hw * hw, c * 9, 1.0f, w.data<float>(), c * 9,
                 patches.data<float>(), hw * hw, 0.0f, out.data<float>(), hw * hw);
-  setFlops(state, flops(o, hw * hw, c * 9));
-}
-
-// The same products on GPU 0: the exact SIMT GEMM (compute F32) and the BF16 matrix cores.
-void BM_Gemm_cuda(benchmark::State& state) {
-  if (gizml::gpuCount() == 0) {
-    state.SkipWithError("no CUDA GPU");
-    return;
-  }
-  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const gizml::DType compute = state.range(3) ? gizml::DType::BF16 : gizml::DType::F32;
-  const gizml::Device gpu = gizml::Device::cuda(0);
-  Tensor a = Tensor::normal(Key{1, 1}, {m, k}, gpu), w = Tensor::normal(Key{2, 2}, {n, k}, gpu);
-  Tensor c = Tensor::empty({m, n}, gizml::DType::F32, gpu);
-  for (auto _ : state) {
-    gizml::lazyMatmul(a, w, compute).storeInto(c);
-    gizml::Gpu::open(0).synchronize();
-  }
-  setFlops(state, flops(m, n, k));
-  state.SetLabel(compute == gizml::DType::BF16 ? "BF16 matrix cores" : "exact F32");
-}
-
-void BM_LazyConv_cuda(benchmark::State& state) {
-  if (gizml::gpuCount() == 0) {
-    state.SkipWithError("no CUDA GPU");
-    return;
-  }
-  const std::int64_t o = state.range(0), c = state.range(1), hw = state.range(2);
-  const gizml::DType compute = state.range(3) ? gizml::DType::BF16 : gizml::DType::F32;
-  const gizml::Device gpu = gizml::Device::cuda(0);
-  Tensor x = Tensor::normal(Key{6, 6}, {c, hw, hw}, gpu), w = Tensor::normal(Key{7, 7}, {o, c * 9}, gpu);
-  Tensor out = Tensor::empty({o, hw * hw}, gizml::DType::F32, gpu);
-  for (auto _ : state) {
-    gizml::lazyConv(w, x, 3, 3, 1, compute).storeInto(out);
-    gizml::Gpu::open(0).synchronize();
-  }
-  setFlops(state, flops(o, hw * hw, c * 9));
-  state.SetLabel(compute == gizml::DType::BF16 ? "BF16 matrix cores, implicit GEMM" : "exact F32, implicit GEMM");
+  setFlops(state, gemmFlops(o, hw * hw, c * 9));
 }
 
 /// Prints the console table, then gizml / OpenBLAS for each pair of benchmarks on one shape.
@@ -148,8 +99,6 @@ BENCHMARK(BM_Gemm_openblas)->Args({2048, 2048, 2048})->Args({1024, 1024, 4096})-
 BENCHMARK(BM_Affine_gizml)->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LazyConv_gizml)->Args({64, 64, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LazyConv_openblas)->Args({64, 64, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Gemm_cuda)->Args({4096, 4096, 4096, 0})->Args({4096, 4096, 4096, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LazyConv_cuda)->Args({64, 64, 128, 0})->Args({64, 64, 128, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("OPENBLAS_L2_SIZE")) {

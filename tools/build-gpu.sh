@@ -1,22 +1,69 @@
 #!/usr/bin/env bash
-# Builds gizml for a GPU machine from a machine without one: a portable CPU target (x86-64-v3),
-# CUDA for sm_80 and sm_90a with the static CUDA runtime, libstdc++ and libgcc static, and the
-# remaining shared libraries it needs (libgomp, Google Benchmark) copied into $BUILD/lib, so the
-# folder can be carried over and run by tools/gpu-check.sh.
+# Builds gizml for a GPU machine from a machine without one, then stages what travels there.
+#   build: build-gpu-work/ — a portable CPU target (x86-64-v3), CUDA sm_80 and sm_90a with the static
+#          CUDA runtime, libstdc++ and libgcc static, no OpenBLAS benchmark (OpenBLAS alone is ~35 MiB).
+#   stage: build-gpu/ — only the programs (gizml-check, tests/*_test, bench/gizml_bench), stripped, the
+#          shared libraries they need beyond the C library and the driver (in lib/), and the test data
+#          (tests/data, next to the tests). At most 55 MiB: that is what a GPU session can carry.
+# tools/gpu-check.sh (from the repository) runs it there.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export BUILD="${BUILD:-$ROOT/build-gpu}"
-export GIZML_CUDA=ON
-export GIZML_CMAKE_ARGS="-DGIZML_CPU_ARCH=x86-64-v3 -DGIZML_STATIC_RUNTIME=ON ${GIZML_CMAKE_ARGS:-}"
-source "$ROOT/tools/setup.sh"
+WORK="${GIZML_GPU_WORK:-$ROOT/build-gpu-work}"
+STAGE="${GIZML_GPU_STAGE:-$ROOT/build-gpu}"
+LIMIT_MIB=55
+t0=$SECONDS
 
-mkdir -p "$BUILD/lib"
-for bin in "$BUILD"/gizml-check "$BUILD"/tests/*_test "$BUILD"/bench/gizml_bench; do
+BUILD="$WORK" GIZML_CUDA=ON \
+  GIZML_CMAKE_ARGS="-DGIZML_CPU_ARCH=x86-64-v3 -DGIZML_STATIC_RUNTIME=ON -DGIZML_OPENBLAS_BENCH=OFF ${GIZML_CMAKE_ARGS:-}" \
+  bash "$ROOT/tools/setup.sh"
+echo "build-gpu: built in $((SECONDS - t0)) s"
+
+rm -rf "$STAGE"
+mkdir -p "$STAGE/lib" "$STAGE/tests" "$STAGE/bench"
+cp "$WORK/gizml-check" "$STAGE/"
+cp "$WORK"/tests/*_test "$STAGE/tests/"
+cp "$WORK/bench/gizml_bench" "$STAGE/bench/"
+cp -r "$ROOT/tests/data" "$STAGE/tests/data"
+rm -rf "$STAGE/tests/data/__pycache__"
+bins=("$STAGE/gizml-check" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
+
+# Libraries any Linux has (the driver's libcuda too); everything else goes into lib/.
+system_lib() {
+  case "$1" in
+    libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+for bin in "${bins[@]}"; do
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*) ;;
-      *) cp -uL "$lib" "$BUILD/lib/" ;;
-    esac
+    system_lib "$(basename "$lib")" || cp -uL "$lib" "$STAGE/lib/"
   done
 done
-echo "build-gpu: $BUILD is ready to carry (shared libraries in $BUILD/lib: $(ls "$BUILD/lib" | tr '\n' ' '))"
+strip --strip-unneeded "${bins[@]}" "$STAGE"/lib/*
+
+# Every dependency of every staged program must now be a system library or one in lib/.
+bad=0
+for f in "${bins[@]}" "$STAGE"/lib/*; do
+  while read -r name arrow path _; do
+    [ "$arrow" = "=>" ] || continue  # linux-vdso and the loader line
+    if [ "$path" = "not" ]; then
+      echo "build-gpu: $f needs $name, which is not found"; bad=1
+    elif ! system_lib "$name" && [ "$path" != "$STAGE/lib/$name" ]; then
+      echo "build-gpu: $f needs $name ($path), neither a system library nor staged in lib/"; bad=1
+    fi
+  done < <(LD_LIBRARY_PATH="$STAGE/lib" ldd "$f")
+done
+[ $bad -eq 0 ] || { echo "build-gpu: FAILED: unstaged dependencies"; exit 1; }
+
+# The one thing lib/ cannot carry: the C library. The GPU machine's must be at least this new.
+glibc=$(for f in "${bins[@]}" "$STAGE"/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1)
+echo "build-gpu: the staged programs need glibc ${glibc#GLIBC_} or newer (this machine: $(ldd --version | head -1))"
+
+bytes=$(du -sb "$STAGE" | cut -f1)
+mib=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')
+du -ab "$STAGE" | sort -n | tail -12 | awk '{printf "  %8.1f MiB  %s\n", $1 / 1048576, $2}'
+echo "build-gpu: staged $mib MiB in $STAGE (limit $LIMIT_MIB MiB; libraries: $(ls "$STAGE/lib" | tr '\n' ' '))"
+if [ "$bytes" -gt $((LIMIT_MIB * 1048576)) ]; then
+  echo "build-gpu: FAILED: $mib MiB is over the $LIMIT_MIB MiB limit"; exit 1
+fi
+echo "build-gpu: ready in $((SECONDS - t0)) s; on the GPU machine: bash tools/gpu-check.sh $(basename "$STAGE")"

@@ -1,0 +1,42 @@
+// gizml_bench's products: the exact GEMM, affine and lazyConv on the host, or on GPU 0 with
+// GIZML_BENCH_DEVICE=cuda, where GEMM and lazyConv also run at BF16 compute (matrix cores). FLOP/s
+// is each one's counter; the OpenBLAS comparison on the host is gizml_gemm_bench.
+#include "gemm_gizml.hpp"
+
+namespace {
+
+using gizml::DType;
+using gizml::bench::benchDevice;
+
+// The 4th argument is the compute type's width: 32 (F32, exact) or 16 (BF16). Not 0 / 1: Debian's
+// GCC 12.2 with AVX-512VL (-march=native here) builds the list {2048, 2048, 2048, 0} as four 2048s.
+DType computeArg(const benchmark::State& state) { return state.range(3) == 16 ? DType::BF16 : DType::F32; }
+
+void BM_Gemm(benchmark::State& state) {
+  gizml::bench::gemm(state, benchDevice(), state.range(0), state.range(1), state.range(2), computeArg(state));
+}
+void BM_Affine(benchmark::State& state) {
+  gizml::bench::affine(state, benchDevice(), state.range(0), state.range(1), state.range(2));
+}
+void BM_LazyConv(benchmark::State& state) {
+  gizml::bench::lazyConv(state, benchDevice(), state.range(0), state.range(1), state.range(2), computeArg(state));
+}
+
+// Shapes by device: a GPU needs a larger product to fill it; BF16 runs only where matrix cores are.
+void gemmShapes(benchmark::internal::Benchmark* b) {
+  if (benchDevice().isCuda()) {
+    b->Args({4096, 4096, 4096, 32})->Args({4096, 4096, 4096, 16})->Args({512, 4096, 1024, 32})->Args({512, 4096, 1024, 16});
+  } else {
+    b->Args({2048, 2048, 2048, 32})->Args({512, 4096, 1024, 32});
+  }
+}
+void convShapes(benchmark::internal::Benchmark* b) {
+  b->Args({64, 64, 128, 32});
+  if (benchDevice().isCuda()) b->Args({64, 64, 128, 16})->Args({256, 256, 64, 32})->Args({256, 256, 64, 16});
+}
+
+}  // namespace
+
+BENCHMARK(BM_Gemm)->Apply(gemmShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Affine)->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LazyConv)->Apply(convShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
