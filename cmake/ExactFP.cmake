@@ -24,6 +24,15 @@ set(GIZML_EXACT_CUDA_FLAGS
     -ftz=false               # keep subnormals
     --expt-relaxed-constexpr)
 
+# GCC 12's SLP vectorizer miscompiles small integer initializer lists for AVX-512 targets
+# (-march=native on an AVX-512 machine, x86-64-v4): `return std::vector<int64_t>{2048, 2048, 2048, 0};`
+# comes out as four 2048s (measured with Debian's 12.2.0 at -O2 on AMD EPYC and as x86-64-v4; x86-64-v3
+# is fine). Shapes are such lists. The pass is off for GCC before 13; tests/build_flags_test.cpp checks
+# the pattern in the library's and the tests' own code, so another compiler with the bug fails a test.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  list(APPEND GIZML_EXACT_CXX_FLAGS -fno-tree-slp-vectorize)
+endif()
+
 function(gizml_exact_fp target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${GIZML_EXACT_CXX_FLAGS} -march=${GIZML_CPU_ARCH}>

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "gizml/device.hpp"
@@ -10,6 +12,7 @@
 #include "support/gpu.hpp"
 
 float probeMultiplyAdd(float a, float b, float c);  // build_flags_probe.cpp
+std::vector<std::int64_t> probeInitializerList();   // build_flags_probe.cpp
 
 namespace {
 // a * a = 1 + 2^-12 + 2^-26 rounds to 1 + 2^-12, so the unfused a * a - (1 + 2^-12) is 0 while
@@ -24,6 +27,17 @@ TEST(BuildFlags, LibraryDoesNotContract) {
 }
 
 TEST(BuildFlags, TestsDoNotContract) { EXPECT_TRUE(gizml::test::sameBits(probeMultiplyAdd(a, a, c), 0.0f)); }
+
+TEST(BuildFlags, InitializerListsAreBuiltRight) {
+  // GCC 12 with AVX-512 and SLP vectorization gives {2048, 2048, 2048, 2048} (cmake/ExactFP.cmake).
+  // Element by element: a list written here would be built just as wrong.
+  for (const auto& v : {probeInitializerList(), gizml::detail::hostInitializerList()}) {
+    ASSERT_EQ(v.size(), 4u);
+    EXPECT_EQ(v[0], 2048);
+    EXPECT_EQ(v[2], 2048);
+    EXPECT_EQ(v[3], 0) << "the last element of {2048, 2048, 2048, 0}";
+  }
+}
 
 TEST(BuildFlags, NoFlushToZero) {
   volatile float tiny = 0x1p-140f;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gizml/device.hpp"
 #include "gizml/gpu.hpp"
@@ -51,6 +52,9 @@ void cudaMathForTest(const Gpu& g, MathForTest f, std::uint32_t firstBits, std::
 /// a * b + c as the library's own compiler flags build it (tests/build_flags_test.cpp: it must not
 /// be fused into one fma).
 float hostMultiplyAdd(float a, float b, float c);
+/// {2048, 2048, 2048, 0} as the library's flags build it (GCC 12 with AVX-512 gets it wrong unless
+/// SLP vectorization is off: cmake/ExactFP.cmake).
+std::vector<std::int64_t> hostInitializerList();
 /// The same on the GPU (device `device`), read back.
 float cudaMultiplyAdd(int device, float a, float b, float c);
 
