@@ -307,15 +307,6 @@ TEST(ConvTranspose1d, MatchesPyTorch) {
   }
 }
 
-// ---- causalMask -----------------------------------------------------------------------------------------
-
-TEST(CausalMask, LastQuerySeesEveryKey) {
-  // tq < tk: the last query sees every key, the first sees tk - tq + 1.
-  auto m = netops::causalMask(2, 4).toVector<float>();
-  EXPECT_EQ(m, (std::vector<float>{0, 0, 0, -kInf, 0, 0, 0, 0}));
-  EXPECT_FALSE(std::signbit(m[0]));  // +0
-}
-
 // ---- bad input --------------------------------------------------------------------------------------------
 
 TEST(ConvOps, BadInput) {
@@ -426,59 +417,51 @@ TEST(ConvOps, BadInput) {
     expectThrowsNaming([&] { netops::convTranspose1d(x2.rows(0, 1), w, {b}, 1, 2); }, fn, "pad");  // 3 - 4 < 1
     expectThrowsNaming([&] { netops::convTranspose1d(x2, w, {b}, std::int64_t{1} << 62, 0); }, fn, "stride");
   }
-  {
-    const char* fn = "gizml::netops::causalMask";
-    expectThrowsNaming([&] { netops::causalMask(-1, 3); }, fn, "tq");
-    expectThrowsNaming([&] { netops::causalMask(3, -1); }, fn, "tk");
-    expectThrowsNaming([&] { netops::causalMask(std::int64_t{1} << 40, std::int64_t{1} << 40); }, fn, "tk");
-  }
 }
 
 // ---- the formulas the GPU runs, run here ---------------------------------------------------------------
 
+namespace {
+/// Every output element of a kernel struct by its element(a, e), as the GPU's threads compute them.
+template <class Op>
+std::vector<float> elementsOf(const typename Op::Args& a) {
+  std::vector<float> out(static_cast<std::size_t>(Op::count(a)));
+  for (std::int64_t e = 0; e < Op::count(a); ++e) out[e] = Op::element(a, e);
+  return out;
+}
+}  // namespace
+
 TEST(ConvFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
-  // cuda.cu's kernels, one element at a time on the host (float lanes, the kernels' index
-  // arithmetic): where no GPU is present, this still checks the formulas the GPU runs.
+  // cuda.cu's kernels compute element e of each op's kernel struct (conv.hpp): here the same
+  // functions on the host, so where no GPU is present the formulas and index arithmetic the GPU
+  // runs are still checked against the reference.
   namespace conv = gizml::netops::conv;
   for (const auto& c : kCases2d) {
     SCOPED_TRACE(c.name());
     auto x = withSpecials(Key{50, static_cast<std::uint32_t>(c.h)}, c.n * c.c * c.h * c.w);
     auto cols = withSpecials(Key{51, static_cast<std::uint32_t>(c.w)}, c.rows() * c.width());
     const conv::Geometry2d g{c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad, c.oh(), c.ow()};
-    std::vector<float> got(c.rows() * c.width()), want(got.size());
-    for (std::int64_t e = 0; e < static_cast<std::int64_t>(got.size()); ++e) {
-      const std::int64_t width = g.rowWidth(), row = e / width, col = e % width;
-      const std::int64_t ox = row % g.ow, oy = (row / g.ow) % g.oh, b = row / (g.ow * g.oh);
-      const std::int64_t j = col % g.kw, i = (col / g.kw) % g.kh, ch = col / (g.kw * g.kh);
-      got[e] = conv::im2colValue(x.data(), g, b, oy, ox, ch, i, j);
-    }
+    std::vector<float> want(c.rows() * c.width());
     ref::im2col(x.data(), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad, want.data());
-    EXPECT_TRUE(sameBits(got, want)) << "im2col";
-    got.assign(x.size(), 0.0f);
+    EXPECT_TRUE(sameBits(elementsOf<conv::Im2col>({x.data(), g, nullptr}), want)) << "im2col";
     want.assign(x.size(), 0.0f);
-    for (std::int64_t e = 0; e < static_cast<std::int64_t>(got.size()); ++e) {
-      const std::int64_t xx = e % g.w, y = (e / g.w) % g.h, ch = (e / (g.w * g.h)) % g.c, b = e / (g.w * g.h * g.c);
-      got[e] = conv::col2imAt(cols.data(), g, b, ch, y, xx);
-    }
     ref::col2im(cols.data(), c.n, c.c, c.h, c.w, c.kh, c.kw, c.stride, c.pad, want.data());
-    EXPECT_TRUE(sameBits(got, want)) << "col2im";
+    EXPECT_TRUE(sameBits(elementsOf<conv::Col2im>({cols.data(), g, nullptr}), want)) << "col2im";
   }
   for (const auto& c : kCases1d) {
     SCOPED_TRACE(c.name());
     auto x = withSpecials(Key{52, static_cast<std::uint32_t>(c.t)}, c.t * c.c);
     const conv::Geometry1d g{c.t, c.c, c.k, c.stride, c.pad, c.dilation};
     const std::int64_t first = c.ot() / 3, rows = c.ot() - first, width = c.c * c.k;
-    std::vector<float> got(rows * width), want(got.size());
-    for (std::int64_t e = 0; e < rows * width; ++e) got[e] = conv::im2col1dValue(x.data(), g, first + e / width, (e % width) / c.k, (e % width) % c.k);
+    std::vector<float> want(rows * width);
     ref::im2col1d(x.data(), c.t, c.c, c.k, c.stride, c.pad, c.dilation, first, rows, want.data());
-    EXPECT_TRUE(sameBits(got, want)) << "im2col1d";
+    EXPECT_TRUE(sameBits(elementsOf<conv::Im2col1d>({x.data(), g, first, rows, nullptr}), want)) << "im2col1d";
     const std::int64_t n = c.ot() + 1;
     auto cols = withSpecials(Key{53, static_cast<std::uint32_t>(c.t)}, n * width);
-    got.assign(c.t * c.c, 0.0f);
     want.assign(c.t * c.c, 0.0f);
-    for (std::int64_t e = 0; e < c.t * c.c; ++e) got[e] = conv::col2im1dAt(cols.data(), n, c.c, c.k, c.stride, c.pad, e / c.c, e % c.c);
     ref::col2im1d(cols.data(), n, c.c, c.t, c.k, c.stride, c.pad, want.data());
-    EXPECT_TRUE(sameBits(got, want)) << "col2im1d";
+    EXPECT_TRUE(sameBits(elementsOf<conv::Col2im1d>({cols.data(), n, c.c, c.k, c.stride, c.pad, c.t, nullptr}), want))
+        << "col2im1d";
   }
   for (const auto& cc : kConvCases) {
     const Case1d& c = cc.g;
@@ -487,33 +470,26 @@ TEST(ConvFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
     auto w = withSpecials(Key{55, static_cast<std::uint32_t>(cc.o)}, cc.o * c.c * c.k);
     auto b = randomFloats(Key{56, 0}, cc.o);
     const conv::Geometry1d g{c.t, c.c, c.k, c.stride, c.pad, c.dilation};
-    std::vector<float> got(c.ot() * cc.o), want(got.size());
-    for (std::int64_t e = 0; e < static_cast<std::int64_t>(got.size()); ++e) {
-      const std::int64_t r = e / cc.o, o = e % cc.o;
-      float acc = conv::conv1dChain<float>(x.data(), g, r * g.stride - g.pad, w.data() + o * g.c * g.k, g.k, 1, 1);
-      if (cc.bias) acc = acc + b[o];
-      got[e] = acc;
-    }
+    std::vector<float> want(c.ot() * cc.o);
     ref::conv1d(x.data(), c.t, c.c, w.data(), cc.o, c.k, cc.bias ? b.data() : nullptr, c.stride, c.pad, c.dilation,
                 want.data());
-    EXPECT_TRUE(sameBits(got, want)) << "conv1d";
+    EXPECT_TRUE(sameBits(elementsOf<conv::Conv1d>({x.data(), g, w.data(), cc.bias ? b.data() : nullptr, cc.o, c.ot(),
+                                                   nullptr}),
+                         want))
+        << "conv1d";
   }
   for (const auto& c : kTransposeCases) {
     SCOPED_TRACE(c.name());
     auto x = withSpecials(Key{57, static_cast<std::uint32_t>(c.n)}, c.n * c.c);
     auto w = withSpecials(Key{58, static_cast<std::uint32_t>(c.o)}, c.c * c.o * c.k);
     auto b = randomFloats(Key{59, 0}, c.o);
-    std::vector<float> got(c.length() * c.o), want(got.size());
-    for (std::int64_t e = 0; e < static_cast<std::int64_t>(got.size()); ++e) {
-      const std::int64_t t = e / c.o, o = e % c.o;
-      float acc = conv::convTranspose1dAt<float>(x.data(), c.n, c.c, c.k, c.stride, c.pad, t, w.data() + o * c.k,
-                                                 c.o * c.k, 1, 1);
-      if (c.bias) acc = acc + b[o];
-      got[e] = acc;
-    }
+    std::vector<float> want(c.length() * c.o);
     ref::convTranspose1d(x.data(), c.n, c.c, w.data(), c.o, c.k, c.bias ? b.data() : nullptr, c.stride, c.pad,
                          want.data());
-    EXPECT_TRUE(sameBits(got, want)) << "convTranspose1d";
+    EXPECT_TRUE(sameBits(elementsOf<conv::ConvTranspose1d>({x.data(), c.n, c.c, w.data(), c.bias ? b.data() : nullptr,
+                                                            c.o, c.k, c.stride, c.pad, c.length(), nullptr}),
+                         want))
+        << "convTranspose1d";
   }
 }
 

@@ -125,9 +125,10 @@ TEST(Pool2d, BadInput) {
 // ---- the formulas the GPU runs, run here ---------------------------------------------------------------
 
 TEST(PoolFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
-  // cuda.cu's kernels, one window or element at a time on the host (float lanes, the kernels'
-  // index arithmetic): where no GPU is present, this still checks the formulas the GPU runs,
-  // among them the gather that the host's per-plane scatter replaces.
+  // cuda.cu's kernels compute element e (and pool2dGrad's window maxima) by the kernel structs of
+  // pool.hpp: here the same functions on the host, so where no GPU is present the formulas and
+  // index arithmetic the GPU runs are still checked, among them the gather that the host's
+  // per-plane scatter replaces.
   namespace pool = gizml::netops::pool;
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name());
@@ -135,25 +136,22 @@ TEST(PoolFormulas, OneThreadAnElementAsTheKernelsIndexIt) {
     auto dy = randomFloats(Key{21, static_cast<std::uint32_t>(c.h)}, c.outCount());
     const pool::Geometry g{c.n * c.c, c.h, c.w, c.size, c.stride, c.oh(), c.ow()};
     const float factor = static_cast<float>(1.0 / static_cast<double>(c.size * c.size));
-    auto windowAt = [&](std::int64_t e) {
-      const std::int64_t ox = e % g.ow, oy = (e / g.ow) % g.oh, plane = e / (g.ow * g.oh);
-      return pool::Window{x.data() + (plane * g.h + oy * g.stride) * g.w + ox * g.stride, g.w};
-    };
-    std::vector<std::int64_t> argmax(c.outCount());
-    for (std::int64_t e = 0; e < c.outCount(); ++e) argmax[e] = pool::poolArgmax(windowAt(e), g.size);
     for (bool average : {false, true}) {
       SCOPED_TRACE(average ? "average" : "max");
-      std::vector<float> got(c.outCount()), want(got.size());
-      for (std::int64_t e = 0; e < c.outCount(); ++e)
-        got[e] = average ? pool::poolMeanOf<float>(windowAt(e), g.size, factor) : pool::poolMaxOf<float>(windowAt(e), g.size);
+      const pool::Pool2d::Args forward{x.data(), g, average, factor, nullptr};
+      std::vector<float> got(pool::Pool2d::count(forward)), want(got.size());
+      for (std::int64_t e = 0; e < pool::Pool2d::count(forward); ++e) got[e] = pool::Pool2d::element(forward, e);
       ref::pool2d(x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
       EXPECT_TRUE(sameBits(got, want)) << "pool2d";
-      got.assign(c.count(), 0.0f);
-      want.assign(c.count(), 0.0f);
-      for (std::int64_t e = 0; e < c.count(); ++e) {
-        const std::int64_t xx = e % g.w, y = (e / g.w) % g.h, plane = e / (g.w * g.h);
-        got[e] = pool::poolGradAt(dy.data(), average ? nullptr : argmax.data(), g, average, factor, plane, y, xx);
-      }
+
+      const pool::Pool2dGrad::Args backward{dy.data(), x.data(), g, average, factor, nullptr, nullptr};
+      std::vector<std::int64_t> argmax(pool::Pool2dGrad::windows(backward));
+      for (std::int64_t e = 0; e < pool::Pool2dGrad::windows(backward); ++e)
+        argmax[e] = pool::Pool2dGrad::windowArgmax(backward, e);
+      got.assign(pool::Pool2dGrad::count(backward), 0.0f);
+      want.assign(got.size(), 0.0f);
+      for (std::int64_t e = 0; e < pool::Pool2dGrad::count(backward); ++e)
+        got[e] = pool::Pool2dGrad::element(backward, argmax.data(), e);
       ref::pool2dGrad(dy.data(), x.data(), c.n, c.c, c.h, c.w, c.size, c.stride, average, want.data());
       EXPECT_TRUE(sameBits(got, want)) << "pool2dGrad";
     }

@@ -163,10 +163,4 @@ void pool2dGrad(const float* dy, const float* x, std::int64_t n, std::int64_t c,
       }
 }
 
-void causalMask(std::int64_t tq, std::int64_t tk, float* out) {
-  for (std::int64_t i = 0; i < tq; ++i)
-    for (std::int64_t j = 0; j < tk; ++j)
-      out[i * tk + j] = j <= i + tk - tq ? 0.0f : -std::numeric_limits<float>::infinity();
-}
-
 }  // namespace gizml::reference

@@ -33,7 +33,5 @@ void pool2d(const float* x, std::int64_t n, std::int64_t c, std::int64_t h, std:
 /// dy [n, c, oh, ow], x [n, c, h, w] → dx [n, c, h, w].
 void pool2dGrad(const float* dy, const float* x, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                 std::int64_t size, std::int64_t stride, bool average, float* dx);
-/// [tq, tk]: 0 where j <= i + tk - tq, else -inf.
-void causalMask(std::int64_t tq, std::int64_t tk, float* out);
 
 }  // namespace gizml::reference

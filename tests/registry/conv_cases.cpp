@@ -156,20 +156,6 @@ Case convTranspose1dCase(const TransposeShape& s) {
   return c;
 }
 
-/// A host op wherever it is asked: no inputs, a host output.
-Case causalMaskCase(std::int64_t tq, std::int64_t tk, bool typical) {
-  Case c{.op = "causalMask", .name = num(tq) + " x " + num(tk)};
-  c.typical = typical;
-  c.hostOutputs = true;
-  c.inputs = [] { return Tensors{}; };
-  c.run = [tq, tk](const Tensors&) { return Tensors{netops::causalMask(tq, tk)}; };
-  c.reference = [tq, tk](const Tensors&) {
-    std::vector<float> out(tq * tk);
-    ref::causalMask(tq, tk, out.data());
-    return Tensors{host(out, {tq, tk})};
-  };
-  return c;
-}
 
 }  // namespace
 
@@ -189,9 +175,6 @@ std::vector<Case> convCases() {
   cases.push_back(col2im1dCase({300, 32, 4, 2, 1, 1}, 150, true));
   for (const Conv1dShape& s : kConv1dShapes) cases.push_back(conv1dCase(s));
   for (const TransposeShape& s : kTransposeShapes) cases.push_back(convTranspose1dCase(s));
-  for (auto [tq, tk] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {4, 4}, {3, 7}, {7, 3}, {0, 5}, {5, 0}, {16, 33}})
-    cases.push_back(causalMaskCase(tq, tk, false));
-  cases.push_back(causalMaskCase(100, 300, true));
   return cases;
 }
 

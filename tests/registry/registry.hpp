@@ -73,6 +73,7 @@ std::vector<Case> rowsCases();
 std::vector<Case> gemmCases();
 std::vector<Case> convCases();
 std::vector<Case> poolCases();
+std::vector<Case> attentionCases();
 
 // ---- the runner's helpers --------------------------------------------------------------------------
 
