@@ -23,9 +23,10 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GIZML_TEST_DATA="$BUILD/tests/data"
 export GIZML_REQUIRE_GPU=1
 tests=("$BUILD"/tests/*_test)
-# Suites whose name contains "Cuda" (before the dot), and tests whose name starts with it
-# (BuildFlags.CudaDoesNotContract): the GPU tests. A GPU sweep over all floats stays in.
-CUDA_TESTS='*Cuda*.*:*.Cuda*'
+# Suites whose name contains "Cuda" (before the dot), tests whose name starts with it
+# (BuildFlags.CudaDoesNotContract) and the registry's GPU = host comparisons: the GPU tests. The GPU
+# sweep over all floats (ExactMathCuda) stays in.
+CUDA_TESTS='*Cuda*.*:*.Cuda*:*.GpuEqualsHost/*'
 NOT_CUDA_NOR_SWEEPS="-$CUDA_TESTS:*OverAllFloats*"
 
 summary=()
