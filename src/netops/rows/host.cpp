@@ -1,6 +1,7 @@
 // The row ops: argument checks, the outputs, dispatch by device (core/dispatch.hpp), and the host
 // paths: the row functions of rows.hpp over 16 float lanes, OpenMP over rows. They equal
 // tests/reference/rows_reference.cpp bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -47,21 +48,31 @@ void LayerNormGrad::host(const Args& a) {
   // dweight and dbias: each column's chain runs over the rows in order; threads split the columns
   // in blocks of 8 vectors, so each row contributes 512 contiguous bytes of dy and x at a time.
   constexpr std::int64_t kVectors = 8, kBlock = 16 * kVectors;
-  const std::int64_t n = a.n, blocks = (n + kBlock - 1) / kBlock;
+  const std::int64_t n = a.n, rows = a.rows, blocks = (n + kBlock - 1) / kBlock;
+  const float *dy = a.dy, *x = a.x, *mean = a.mean, *rstd = a.rstd;
 #pragma omp parallel for schedule(static)
   for (std::int64_t jb = 0; jb < blocks; ++jb) {
-    const std::int64_t j0 = jb * kBlock;
+    const std::int64_t j0 = jb * kBlock, vectors = std::min(kVectors, (n - j0 + 15) / 16);
     f32x16 accW[kVectors] = {}, accB[kVectors] = {};
-    for (std::int64_t r = 0; r < a.rows; ++r) {
-      const float mu = a.mean[r], rs = a.rstd[r];
-      for (std::int64_t v = 0; v < kVectors; ++v) {
-        const std::int64_t j = j0 + 16 * v;
-        if (j >= n) break;
-        columnStep(load16(a.dy + r * n + j, n - j), layerNormXhat(load16(a.x + r * n + j, n - j), mu, rs), accW[v],
-                   accB[v]);
+    if (vectors == kVectors && j0 + kBlock <= n) {  // a whole block: no partial vector, unrolled
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float mu = mean[r], rs = rstd[r];
+        const float *dyr = dy + r * n + j0, *xr = x + r * n + j0;
+#pragma GCC unroll 8
+        for (std::int64_t v = 0; v < kVectors; ++v)
+          columnStep(load16(dyr + 16 * v, 16), layerNormXhat(load16(xr + 16 * v, 16), mu, rs), accW[v], accB[v]);
+      }
+    } else {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float mu = mean[r], rs = rstd[r];
+        for (std::int64_t v = 0; v < vectors; ++v) {
+          const std::int64_t j = j0 + 16 * v;
+          columnStep(load16(dy + r * n + j, n - j), layerNormXhat(load16(x + r * n + j, n - j), mu, rs), accW[v],
+                     accB[v]);
+        }
       }
     }
-    for (std::int64_t v = 0; v < kVectors && j0 + 16 * v < n; ++v) {
+    for (std::int64_t v = 0; v < vectors; ++v) {
       store16(a.dweight + j0 + 16 * v, accW[v], n - j0 - 16 * v);
       store16(a.dbias + j0 + 16 * v, accB[v], n - j0 - 16 * v);
     }
