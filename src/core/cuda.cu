@@ -117,7 +117,8 @@ bool syncEachLaunch() {
 }  // namespace
 
 ErrorFlag errorFlag(int device, unsigned launch) {
-  if (device < 0 || device >= kMaxDevices) throw Error("gizml: GPU " + std::to_string(device) + " is beyond the 64 gizml tracks");
+  if (device < 0 || device >= kMaxDevices)
+    throw Error("gizml: GPU " + std::to_string(device) + " is beyond the 64 that gizml tracks");
   ErrorRecords& r = errorRecords();
   std::lock_guard<std::mutex> g(r.lock);
   if (!r.slot[device]) {
@@ -248,7 +249,8 @@ void cudaGatherForTest(const Gpu& g, const float* src, std::int64_t n, const flo
 }
 
 void cudaMathForTest(const Gpu& g, MathForTest f, std::uint32_t firstBits, std::int64_t count, float* out) {
-  if (count > 0) launch(g, "gizml::detail::mathForTest", mathForTestKernel, Grid::forItems(count), MathArgs{f, firstBits, count, out});
+  if (count == 0) return;
+  launch(g, "gizml::detail::mathForTest", mathForTestKernel, Grid::forItems(count), MathArgs{f, firstBits, count, out});
 }
 
 float cudaMultiplyAdd(int device, float a, float b, float c) {

@@ -24,7 +24,8 @@ template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
   const std::int64_t blocks = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  launch(g, Kernel::kName, rowsKernel<Kernel>, Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 16 * kRowsPerBlock}, a);
+  const unsigned gridBlocks = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));  // the grid strides
+  launch(g, Kernel::kName, rowsKernel<Kernel>, Grid{gridBlocks, 16 * kRowsPerBlock}, a);
 }
 
 }  // namespace gizml::detail

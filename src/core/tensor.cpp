@@ -178,14 +178,19 @@ Tensor filled(Key key, const Shape& shape, Device device, exact::Draw draw) {
     return t;
   }
 #pragma omp parallel for schedule(static)
-  for (std::int64_t g = 0; g < (n + 3) / 4; ++g) exact::fillDrawGroup(draw, key.k0, key.k1, static_cast<std::uint64_t>(g), out, n);
+  for (std::int64_t g = 0; g < (n + 3) / 4; ++g)
+    exact::fillDrawGroup(draw, key.k0, key.k1, static_cast<std::uint64_t>(g), out, n);
   return t;
 }
 }  // namespace
 
-Tensor Tensor::uniform(Key key, const Shape& shape, Device device) { return filled(key, shape, device, exact::Draw::Uniform); }
+Tensor Tensor::uniform(Key key, const Shape& shape, Device device) {
+  return filled(key, shape, device, exact::Draw::Uniform);
+}
 
-Tensor Tensor::normal(Key key, const Shape& shape, Device device) { return filled(key, shape, device, exact::Draw::Normal); }
+Tensor Tensor::normal(Key key, const Shape& shape, Device device) {
+  return filled(key, shape, device, exact::Draw::Normal);
+}
 
 std::int64_t Tensor::dim(int axis) const {
   int r = rank();

@@ -212,18 +212,20 @@ __global__ void patchRowsKernel(const PatchRows::Args a) {
 }  // namespace
 
 void Gemm::cuda(const Gpu& g, const Args& a) {
-  launchProduct(g, kName, a.compute, ProductArgs<StridedB>{{a.m, a.n, a.k, a.ldc, a.c}, DenseA{a.a, a.lda}, StridedB{a.b, a.bsN, a.bsK}});
+  const ProductArgs<StridedB> p{{a.m, a.n, a.k, a.ldc, a.c}, DenseA{a.a, a.lda}, StridedB{a.b, a.bsN, a.bsK}};
+  launchProduct(g, kName, a.compute, p);
 }
 
 void ConvProduct::cuda(const Gpu& g, const Args& a) {
   const std::int64_t oh = a.h + 2 * a.pad - a.kh + 1, ow = a.wd + 2 * a.pad - a.kw + 1, q = a.c * a.kh * a.kw;
   const GemmLaunch p{a.o, oh * ow, q, oh * ow, a.out};
-  if (a.xIsBF16)
-    launchProduct(g, kName, a.compute, ProductArgs<PatchB<BF16Image>>{p, DenseA{a.w, q},
-        PatchB<BF16Image>{BF16Image{static_cast<const std::uint16_t*>(a.x)}, a.h, a.wd, a.kh, a.kw, a.pad, ow}});
-  else
-    launchProduct(g, kName, a.compute, ProductArgs<PatchB<F32Image>>{p, DenseA{a.w, q},
-        PatchB<F32Image>{F32Image{static_cast<const float*>(a.x)}, a.h, a.wd, a.kh, a.kw, a.pad, ow}});
+  auto run = [&](auto image) {
+    using Patches = PatchB<decltype(image)>;
+    launchProduct(g, kName, a.compute,
+                  ProductArgs<Patches>{p, DenseA{a.w, q}, Patches{image, a.h, a.wd, a.kh, a.kw, a.pad, ow}});
+  };
+  if (a.xIsBF16) run(BF16Image{static_cast<const std::uint16_t*>(a.x)});
+  else run(F32Image{static_cast<const float*>(a.x)});
 }
 
 void EpilogueStore::cuda(const Gpu& g, const Args& a) {
