@@ -1,0 +1,36 @@
+// gizml::netops, the diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows"): norms modulated
+// per row through a row map, and the gated residual add. Each runs where its operands are; each is
+// exact (the same bits on the host, any thread count or SIMD width, and on a CUDA GPU), except that
+// modulatedNorm's GPU result is the host's rounded once to BF16, as the SPEC says.
+#pragma once
+
+#include "gizml/tensor.hpp"
+
+namespace gizml::netops {
+
+/// Per row r of x [rows, width] F32 (width >= 1), with w [width], shift and scale [mods, width]
+/// (mods >= 1), all F32, and map [rows] F32 holding integers: m = map[r], then
+///   RMS (centered = false):  n = x * rsqrt(dot16(x, x) / width + F32(eps))
+///   centered:                d = x - sum16(x) / width; n = d * rsqrt(dot16(d, d) / width + F32(eps))
+///   y = fma(n * w, 1 + scale[m], shift[m])
+/// where rsqrt(v) = 1 / sqrt(v) and `1 + scale[m]` is one F32 add (rounded before the fma).
+/// The map is required: an entry that is not an integer in [0, mods) (NaN included) is an error —
+/// on the host before anything is written; on a GPU the kernel skips that row and the next
+/// synchronising call throws gizml::Error naming "map" (the output is then unspecified).
+/// Returns F32 on the host; on a GPU the same values rounded to BF16 (a BF16 tensor).
+Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                     double eps, bool centered);
+/// modulatedNorm into y [rows, width]: BF16 on a GPU; BF16 or F32 on the host (BF16: each value
+/// rounded once, to nearest even). y is untouched when an argument is bad.
+void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                       const Tensor& map, double eps, bool centered, const Tensor& y);
+
+/// In place on x [rows, width] F32, with y [rows, width] BF16, w [width] and gate [mods, width] F32
+/// and map [rows] as modulatedNorm's: per row r, with r' = rsqrt(dot16(y, y) / width + F32(eps)),
+///   x = fma((y * r') * w, gate[map[r]], x)
+/// (the SPEC's product order: (y * r') * w, then one fma with the gate and x). Bad map entries as
+/// modulatedNorm's: on the host x is untouched.
+void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate, const Tensor& map,
+                      double eps);
+
+}  // namespace gizml::netops

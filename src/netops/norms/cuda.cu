@@ -1,0 +1,16 @@
+// The diffusion norms on a CUDA GPU: each row a half-warp running the row function of norms.hpp
+// (the same source as the host's, so the same order and the same bits), through the one launch
+// path; a row map's entries are checked by the kernel with the device error flag.
+#include <cuda_runtime.h>
+
+#include "core/cuda_launch.cuh"
+#include "core/cuda_rows.cuh"
+#include "netops/norms/norms.hpp"
+
+namespace gizml::netops::norms {
+
+void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<ModulatedNorm>(g, a, "map"); }
+
+void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<GatedNormAdd>(g, a, "map"); }
+
+}  // namespace gizml::netops::norms

@@ -1,0 +1,119 @@
+// The diffusion norms: argument checks, outputs, dispatch by device (core/dispatch.hpp), and the
+// host paths (the row functions of norms.hpp over 16 float lanes, OpenMP over rows). They equal
+// tests/reference/norms_reference.cpp bit for bit.
+#include <string>
+
+#include "core/check.hpp"
+#include "core/dispatch.hpp"
+#include "exact/row16.hpp"
+#include "exact/vec16.hpp"
+#include "gizml/netops/norms.hpp"
+#include "netops/norms/norms.hpp"
+
+namespace gizml::netops {
+
+// ---- host paths ---------------------------------------------------------------------------------------
+
+namespace norms {
+
+void ModulatedNorm::host(const Args& a) { exact::hostRows<ModulatedNorm>(a); }
+
+void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
+
+}  // namespace norms
+
+// ---- argument checks ------------------------------------------------------------------------------------
+
+namespace {
+
+/// x [rows, width] F32, width >= 1.
+void checkRowMatrix(const char* fn, const char* arg, const Tensor& x) {
+  detail::requireDType(fn, arg, x, DType::F32);
+  detail::requireRank(fn, arg, x, 2);
+  if (x.dim(1) < 1) fail(fn, arg, "expected rows of at least one value, got shape " + shapeString(x.shape()));
+}
+
+/// A modulation table [mods, width] F32, mods >= 1.
+void checkModulation(const char* fn, const char* arg, const Tensor& t, std::int64_t width) {
+  detail::requireDType(fn, arg, t, DType::F32);
+  detail::requireRank(fn, arg, t, 2);
+  if (t.dim(0) < 1 || t.dim(1) != width)
+    fail(fn, arg, "expected shape [mods >= 1, " + std::to_string(width) + "], got " + shapeString(t.shape()));
+}
+
+/// map [rows] F32; on the host every entry an integer in [0, mods) (a GPU's kernel checks its own).
+void checkMap(const char* fn, const Tensor& map, std::int64_t rows, std::int64_t mods) {
+  detail::requireVector(fn, "map", map, rows);
+  if (!map.device().isHost()) return;
+  const float* m = map.data<float>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const long long i = norms::mapIndex(m[r]);
+    if (i < 0 || i >= mods)
+      fail(fn, "map", "expected integers in [0, " + std::to_string(mods) + "), got " + std::to_string(m[r]) +
+                          " at row " + std::to_string(r));
+  }
+}
+
+}  // namespace
+
+// ---- the ops ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// modulatedNorm(Into)'s checks, naming `fn`, then the run.
+void modulatedNormRun(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                      const Tensor& map, double eps, bool centered, const Tensor& y) {
+  checkRowMatrix(fn, "x", x);
+  const std::int64_t rows = x.dim(0), n = x.dim(1);
+  detail::requireVector(fn, "w", w, n);
+  checkModulation(fn, "shift", shift, n);
+  detail::requireShape(fn, "scale", scale, shift.shape());
+  detail::requireDType(fn, "scale", scale, DType::F32);
+  detail::requireDefined(fn, "y", y);
+  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}, {"y", &y}});
+  if (y.dtype() != DType::BF16 && !(y.dtype() == DType::F32 && y.device().isHost()))
+    fail(fn, "y", "expected BF16 (or F32 on the host), got " + dtypeName(y.dtype()) + " on " + y.device().name());
+  detail::requireShape(fn, "y", y, x.shape());
+  const float eps32 = detail::checkedEps(fn, eps);
+  checkMap(fn, map, rows, shift.dim(0));
+  const bool bf16 = y.dtype() == DType::BF16;
+  detail::run<norms::ModulatedNorm>(
+      detail::gpuOf(x), {x.data<float>(), w.data<float>(), shift.data<float>(), scale.data<float>(), map.data<float>(),
+                         eps32, centered, rows, n, shift.dim(0), bf16 ? nullptr : y.data<float>(),
+                         bf16 ? y.data<std::uint16_t>() : nullptr});
+}
+
+}  // namespace
+
+void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                       double eps, bool centered, const Tensor& y) {
+  modulatedNormRun("gizml::netops::modulatedNormInto", x, w, shift, scale, map, eps, centered, y);
+}
+
+Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                     double eps, bool centered) {
+  const char* fn = "gizml::netops::modulatedNorm";
+  detail::requireDefined(fn, "x", x);
+  Tensor y = Tensor::empty(x.shape(), x.device().isHost() ? DType::F32 : DType::BF16, x.device());
+  modulatedNormRun(fn, x, w, shift, scale, map, eps, centered, y);
+  return y;
+}
+
+void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate, const Tensor& map,
+                      double eps) {
+  const char* fn = "gizml::netops::gatedNormAddInto";
+  checkRowMatrix(fn, "x", x);
+  const std::int64_t rows = x.dim(0), n = x.dim(1);
+  detail::requireDType(fn, "y", y, DType::BF16);
+  detail::requireShape(fn, "y", y, x.shape());
+  detail::requireVector(fn, "w", w, n);
+  checkModulation(fn, "gate", gate, n);
+  detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}, {"w", &w}, {"gate", &gate}, {"map", &map}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  checkMap(fn, map, rows, gate.dim(0));
+  detail::run<norms::GatedNormAdd>(detail::gpuOf(x), {x.data<float>(), y.data<std::uint16_t>(), w.data<float>(),
+                                                      gate.data<float>(), map.data<float>(), eps32, rows, n,
+                                                      gate.dim(0)});
+}
+
+}  // namespace gizml::netops

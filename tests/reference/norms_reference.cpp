@@ -1,0 +1,42 @@
+#include "reference/norms_reference.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "reference/rows_reference.hpp"
+
+namespace gizml::reference {
+
+void modulatedNorm(const float* x, const float* w, const float* shift, const float* scale, const float* map,
+                   double eps, bool centered, std::int64_t rows, std::int64_t n, float* y) {
+  const float eps32 = static_cast<float>(eps), nf = static_cast<float>(n);
+  std::vector<float> d(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    const std::int64_t m = static_cast<std::int64_t>(map[r]);
+    const float mean = centered ? sum16(xr, n) / nf : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) d[i] = centered ? xr[i] - mean : xr[i];
+    const float rs = 1.0f / std::sqrt(dot16(d.data(), d.data(), n) / nf + eps32);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float normed = d[i] * rs;
+      const float onePlusScale = 1.0f + scale[m * n + i];
+      y[r * n + i] = std::fma(normed * w[i], onePlusScale, shift[m * n + i]);
+    }
+  }
+}
+
+void gatedNormAdd(float* x, const float* y, const float* w, const float* gate, const float* map, double eps,
+                  std::int64_t rows, std::int64_t n) {
+  const float eps32 = static_cast<float>(eps), nf = static_cast<float>(n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * n;
+    const std::int64_t m = static_cast<std::int64_t>(map[r]);
+    const float rs = 1.0f / std::sqrt(dot16(yr, yr, n) / nf + eps32);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float scaled = (yr[i] * rs) * w[i];
+      x[r * n + i] = std::fma(scaled, gate[m * n + i], x[r * n + i]);
+    }
+  }
+}
+
+}  // namespace gizml::reference

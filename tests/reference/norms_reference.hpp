@@ -1,0 +1,17 @@
+// The literal reference of the diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows"): scalar
+// loops, no threads, no SIMD, each step as the SPEC writes it. Test-only.
+#pragma once
+
+#include <cstdint>
+
+namespace gizml::reference {
+
+/// y[r] = fma(n * w, 1 + scale[m], shift[m]) with m = map[r] (valid indexes), n the RMS norm of
+/// the row, or of d = x - sum16(x) / n when centered; F32 values.
+void modulatedNorm(const float* x, const float* w, const float* shift, const float* scale, const float* map,
+                   double eps, bool centered, std::int64_t rows, std::int64_t n, float* y);
+/// x = fma((y * rsqrt(dot16(y, y) / n + eps)) * w, gate[map[r]], x), in place; y holds BF16 values.
+void gatedNormAdd(float* x, const float* y, const float* w, const float* gate, const float* map, double eps,
+                  std::int64_t rows, std::int64_t n);
+
+}  // namespace gizml::reference

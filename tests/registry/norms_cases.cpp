@@ -1,0 +1,107 @@
+// The diffusion norms' cases (SPEC §3 "Diffusion norms and 8-bit rows"): widths around the 16
+// lanes and their multiples, more rows than one GPU block, NaN / ±inf / -0 in the data, row maps
+// that use every modulation.
+#include "reference/norms_reference.hpp"
+#include "registry/registry.hpp"
+#include "support/inputs.hpp"
+
+namespace gizml::registry {
+
+namespace {
+
+namespace ref = reference;
+using test::host;
+using test::randomFloats;
+using test::withSpecials;
+
+constexpr std::int64_t kMods = 3;
+constexpr double kEps = 1e-6;
+
+struct NormShape {
+  std::int64_t rows, n;
+  bool typical = false;
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(rows * 10000 + n); }
+  std::string name() const { return dims({rows, n}); }
+};
+const NormShape kShapes[] = {{1, 1},   {3, 2},    {2, 15},   {3, 16},   {4, 17},   {3, 255},
+                             {2, 256}, {5, 257},  {2, 4097}, {37, 257}, {300, 17}, {64, 1024, true}};
+
+Tensor specialRows(Key key, const NormShape& s) { return host(withSpecials(key, s.rows * s.n), {s.rows, s.n}); }
+/// A row map over kMods modulations: integers as F32, from the key's words.
+Tensor rowMap(Key key, std::int64_t rows) {
+  std::vector<float> map;
+  for (std::int64_t label : test::randomLabels(key, rows, kMods)) map.push_back(static_cast<float>(label));
+  return host(map, {rows});
+}
+Tensor modulations(Key key, const NormShape& s) { return host(randomFloats(key, kMods * s.n, 0.5f), {kMods, s.n}); }
+
+/// modulatedNorm's inputs {x, w, shift, scale, map}; into BF16 when `intoBF16`, else the op's own
+/// output (F32 on the host, the host's value rounded to BF16 on a GPU).
+Case modulatedNormCase(const NormShape& s, bool centered, bool intoBF16) {
+  Case c{.op = intoBF16 ? "modulatedNormInto" : "modulatedNorm",
+         .name = s.name() + (centered ? " centered" : " rms") + (intoBF16 ? " y BF16" : "")};
+  c.typical = s.typical && !centered;
+  c.inputs = [s] {
+    return Tensors{specialRows(Key{70, s.seed()}, s), host(randomFloats(Key{71, 0}, s.n), {s.n}),
+                   modulations(Key{72, 0}, s), modulations(Key{73, 0}, s), rowMap(Key{74, s.seed()}, s.rows)};
+  };
+  c.run = [centered, intoBF16](const Tensors& in) {
+    if (!intoBF16) return Tensors{netops::modulatedNorm(in[0], in[1], in[2], in[3], in[4], kEps, centered)};
+    Tensor y = Tensor::empty(in[0].shape(), DType::BF16, in[0].device());
+    netops::modulatedNormInto(in[0], in[1], in[2], in[3], in[4], kEps, centered, y);
+    return Tensors{y};
+  };
+  c.reference = [centered, intoBF16](const Tensors& in) {
+    std::vector<float> y(in[0].numel());
+    ref::modulatedNorm(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(),
+                       valuesOf(in[3]).data(), valuesOf(in[4]).data(), kEps, centered, in[0].dim(0), in[0].dim(1),
+                       y.data());
+    Tensor out = host(y, in[0].shape());
+    return Tensors{intoBF16 ? out.to(DType::BF16) : out};
+  };
+  c.outputNames = {"y"};
+  if (!intoBF16) c.gpu = GpuCompare::HostRoundedToBF16;
+  c.cut = {{{0, 1}, {4, 1}}, {{0, 1}}};
+  return c;
+}
+
+/// gatedNormAddInto's inputs {x, y BF16, w, gate, map}; the output is x after the add.
+Case gatedNormAddCase(const NormShape& s) {
+  Case c{.op = "gatedNormAddInto", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] {
+    return Tensors{host(randomFloats(Key{80, s.seed()}, s.rows * s.n), {s.rows, s.n}),
+                   specialRows(Key{81, s.seed()}, s).to(DType::BF16), host(randomFloats(Key{82, 0}, s.n), {s.n}),
+                   modulations(Key{83, 0}, s), rowMap(Key{84, s.seed()}, s.rows)};
+  };
+  c.run = [](const Tensors& in) {
+    Tensor x = in[0].clone();
+    netops::gatedNormAddInto(x, in[1], in[2], in[3], in[4], kEps);
+    return Tensors{x};
+  };
+  c.reference = [](const Tensors& in) {
+    std::vector<float> x = valuesOf(in[0]);
+    ref::gatedNormAdd(x.data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(), valuesOf(in[3]).data(),
+                      valuesOf(in[4]).data(), kEps, in[0].dim(0), in[0].dim(1));
+    return Tensors{host(x, in[0].shape())};
+  };
+  c.outputNames = {"x"};
+  c.cut = {{{0, 1}, {1, 1}, {4, 1}}, {{0, 1}}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<Case> normsCases() {
+  std::vector<Case> cases;
+  for (bool centered : {false, true})
+    for (const NormShape& s : kShapes) cases.push_back(modulatedNormCase(s, centered, false));
+  for (const NormShape& s : {kShapes[2], kShapes[4], kShapes[7], kShapes[9], kShapes[11]}) {
+    cases.push_back(modulatedNormCase(s, false, true));
+    cases.push_back(modulatedNormCase(s, true, true));
+  }
+  for (const NormShape& s : kShapes) cases.push_back(gatedNormAddCase(s));
+  return cases;
+}
+
+}  // namespace gizml::registry
