@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "exact/math.hpp"
 #include "reference/rows_reference.hpp"
 
 namespace gizml::reference {
@@ -37,6 +38,22 @@ void gatedNormAdd(float* x, const float* y, const float* w, const float* gate, c
       x[r * n + i] = std::fma(scaled, gate[m * n + i], x[r * n + i]);
     }
   }
+}
+
+void pixelNorm(const float* x, std::int64_t frames, std::int64_t c, std::int64_t pixels, double eps, bool act,
+               float* y) {
+  const float eps32 = static_cast<float>(eps), cf = static_cast<float>(c);
+  for (std::int64_t f = 0; f < frames; ++f)
+    for (std::int64_t p = 0; p < pixels; ++p) {
+      const float* xp = x + f * c * pixels + p;
+      float ss = 0.0f;
+      for (std::int64_t ch = 0; ch < c; ++ch) ss = std::fma(xp[ch * pixels], xp[ch * pixels], ss);
+      const float r = 1.0f / std::sqrt(ss / cf + eps32);
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        const float v = xp[ch * pixels] * r;
+        y[f * c * pixels + ch * pixels + p] = act ? exact::silu(v) : v;
+      }
+    }
 }
 
 }  // namespace gizml::reference

@@ -14,4 +14,9 @@ void modulatedNorm(const float* x, const float* w, const float* shift, const flo
 void gatedNormAdd(float* x, const float* y, const float* w, const float* gate, const float* map, double eps,
                   std::int64_t rows, std::int64_t n);
 
+/// Per frame and pixel of x [frames, c, pixels]: ss = chain over channels of x * x; y = x *
+/// rsqrt(ss / c + eps), silu when act; F32 values (the caller rounds to BF16 where it stores BF16).
+void pixelNorm(const float* x, std::int64_t frames, std::int64_t c, std::int64_t pixels, double eps, bool act,
+               float* y);
+
 }  // namespace gizml::reference

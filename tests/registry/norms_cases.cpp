@@ -1,6 +1,6 @@
 // The diffusion norms' cases (SPEC §3 "Diffusion norms and 8-bit rows"): widths around the 16
-// lanes and their multiples, more rows than one GPU block, NaN / ±inf / -0 in the data, row maps
-// that use every modulation.
+// lanes and their multiples (pixels for pixelNorm), more rows than one GPU block, NaN / ±inf / -0
+// in the data, row maps that use every modulation.
 #include "reference/norms_reference.hpp"
 #include "registry/registry.hpp"
 #include "support/inputs.hpp"
@@ -90,6 +90,37 @@ Case gatedNormAddCase(const NormShape& s) {
   return c;
 }
 
+struct PixelShape {
+  std::int64_t frames, c, pixels;
+  bool typical = false;
+  std::uint32_t seed() const { return static_cast<std::uint32_t>((frames * 100 + c) * 10000 + pixels); }
+};
+const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2, 3, 17},    {1, 16, 33},
+                                   {3, 5, 255},  {2, 64, 300}, {9, 2, 40},   {4, 128, 1024, true}};
+
+/// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
+Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {
+  Case c{.op = "pixelNormInto", .name = dims({s.frames, s.c, s.pixels}) + " " + dtypeName(dtype) + (act ? " silu" : "")};
+  c.typical = s.typical && dtype == DType::BF16 && act;
+  c.inputs = [s, dtype] {
+    const std::int64_t count = s.frames * s.c * s.pixels;
+    return Tensors{host(withSpecials(Key{120, s.seed()}, count), {s.frames, s.c, s.pixels}).to(dtype)};
+  };
+  c.run = [act](const Tensors& in) {
+    Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
+    netops::pixelNormInto(in[0], 1e-8, act, out);
+    return Tensors{out};
+  };
+  c.reference = [act](const Tensors& in) {
+    std::vector<float> y(in[0].numel());
+    ref::pixelNorm(valuesOf(in[0]).data(), in[0].dim(0), in[0].dim(1), in[0].dim(2), 1e-8, act, y.data());
+    return Tensors{host(y, in[0].shape()).to(in[0].dtype())};
+  };
+  c.outputNames = {"out"};
+  c.cut = {{{0, 1}}, {{0, 1}}};
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> normsCases() {
@@ -101,6 +132,9 @@ std::vector<Case> normsCases() {
     cases.push_back(modulatedNormCase(s, true, true));
   }
   for (const NormShape& s : kShapes) cases.push_back(gatedNormAddCase(s));
+  for (const PixelShape& s : kPixelShapes)
+    for (DType dtype : {DType::F32, DType::BF16})
+      for (bool act : {false, true}) cases.push_back(pixelNormCase(s, dtype, act));
   return cases;
 }
 

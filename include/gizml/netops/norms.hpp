@@ -1,5 +1,5 @@
 // gizml::netops, the diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows"): norms modulated
-// per row through a row map, and the gated residual add. Each runs where its operands are; each is
+// per row through a row map, the gated residual add, and the pixel norm. Each runs where its operands are; each is
 // exact (the same bits on the host, any thread count or SIMD width, and on a CUDA GPU), except that
 // modulatedNorm's GPU result is the host's rounded once to BF16, as the SPEC says.
 #pragma once
@@ -32,5 +32,11 @@ void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, co
 /// modulatedNorm's: on the host x is untouched.
 void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate, const Tensor& map,
                       double eps);
+
+/// x [frames, c, pixels] (c >= 1), F32 or BF16, into out of x's dtype and shape (out may be x):
+/// per frame and pixel, ss = the chain over channels of x * x (acc = fma(x, x, acc) from +0, in
+/// channel order); y = x * rsqrt(ss / c + F32(eps)), then SiLU (gizml's own) when act; stored
+/// as out's dtype (BF16: rounded once). PyTorch's pixel norm is eps = 1e-8.
+void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out);
 
 }  // namespace gizml::netops

@@ -9,8 +9,23 @@
 
 namespace gizml::netops::norms {
 
+namespace {
+
+// One thread a (frame, pixel): its chain over the channels.
+__global__ void pixelNormKernel(const PixelNorm::Args a) {
+  const std::int64_t i = detail::globalThread();
+  if (i >= a.frames * a.pixels) return;
+  PixelNorm::pixels(exact::WarpRow::At{i % a.pixels}, a, i / a.pixels);
+}
+
+}  // namespace
+
 void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<ModulatedNorm>(g, a, "map"); }
 
 void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<GatedNormAdd>(g, a, "map"); }
+
+void PixelNorm::cuda(const Gpu& g, const Args& a) {
+  detail::launch(g, kName, pixelNormKernel, detail::Grid::forItems(a.frames * a.pixels), a);
+}
 
 }  // namespace gizml::netops::norms

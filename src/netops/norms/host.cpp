@@ -20,6 +20,16 @@ void ModulatedNorm::host(const Args& a) { exact::hostRows<ModulatedNorm>(a); }
 
 void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
 
+void PixelNorm::host(const Args& a) {
+  // OpenMP splits the (frame, 16 pixels) groups; each pixel's chain stays in one lane.
+  const std::int64_t groups = (a.pixels + 15) / 16;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t g = 0; g < a.frames * groups; ++g) {
+    const std::int64_t p = (g % groups) * 16;
+    pixels(exact::HostRow::At{p, a.pixels - p < 16 ? a.pixels - p : 16, false}, a, g / groups);
+  }
+}
+
 }  // namespace norms
 
 // ---- argument checks ------------------------------------------------------------------------------------
@@ -114,6 +124,22 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
   detail::run<norms::GatedNormAdd>(detail::gpuOf(x), {x.data<float>(), y.data<std::uint16_t>(), w.data<float>(),
                                                       gate.data<float>(), map.data<float>(), eps32, rows, n,
                                                       gate.dim(0)});
+}
+
+void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
+  const char* fn = "gizml::netops::pixelNormInto";
+  detail::requireDefined(fn, "x", x);
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16)
+    fail(fn, "x", "expected dtype F32 or BF16, got " + dtypeName(x.dtype()));
+  detail::requireRank(fn, "x", x, 3);
+  if (x.dim(1) < 1) fail(fn, "x", "expected [frames, c >= 1, pixels], got " + shapeString(x.shape()));
+  detail::requireDType(fn, "out", out, x.dtype());
+  detail::requireShape(fn, "out", out, x.shape());
+  detail::requireSameDevice(fn, {{"x", &x}, {"out", &out}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  if (x.numel() == 0) return;
+  detail::run<norms::PixelNorm>(detail::gpuOf(x), {x.raw(), out.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1),
+                                                   x.dim(2), eps32, act});
 }
 
 }  // namespace gizml::netops

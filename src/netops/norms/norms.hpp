@@ -9,6 +9,9 @@
 #include "exact/math.hpp"
 #include "exact/row16.hpp"
 #include "gizml/gpu.hpp"
+#if !defined(__CUDACC__)
+#include "exact/vec16.hpp"
+#endif
 
 namespace gizml::netops::norms {
 
@@ -35,6 +38,38 @@ GIZML_HD F modulatedValue(F x, float mean, float rstd, F w, F scale, F shift) {
 template <class F>
 GIZML_HD F gatedAddValue(F y, float r, F w, F gate, F x) {
   return exact::fmaLane((y * r) * w, gate, x);
+}
+
+/// rsqrt(v) = 1 / sqrt(v) on each lane (IEEE division and square root: the same bits everywhere).
+GIZML_HD float rsqrtLanes(float v) { return 1.0f / sqrtf(v); }
+#if !defined(__CUDACC__)
+inline exact::f32x16 rsqrtLanes(exact::f32x16 v) {
+  float lanes[16];
+  exact::store16(lanes, v, 16);
+  for (float& l : lanes) l = rsqrtLanes(l);
+  return exact::load16(lanes, 16);
+}
+#endif
+
+/// pixelNorm of the pixels `at` stands for (16 neighbouring pixels on the host, one on a GPU) of
+/// one frame x [c, pixels] (F32 or BF16, T = float or std::uint16_t): each pixel's
+/// ss = chain over channels of x * x (acc = fma(x, x, acc) from +0, channel order), then
+/// y = x * rsqrt(ss / c + eps), SiLU when act. out may be x: a channel is read before it is written.
+template <class At, class T>
+GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, std::int64_t pixels, float eps,
+                              bool act) {
+  using F = decltype(at.load(x));
+  F ss{};
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const F v = at.load(x + ch * pixels);
+    ss = exact::fmaLane(v, v, ss);
+  }
+  const F r = rsqrtLanes(ss / static_cast<float>(c) + eps);
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    F y = at.load(x + ch * pixels) * r;
+    if (act) y = exact::siluLanes(y);
+    at.store(out + ch * pixels, y);
+  }
 }
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
@@ -95,6 +130,32 @@ struct GatedNormAdd {
     row.forEach([&](const auto& at) {
       at.store(x, gatedAddValue(at.load(y), scale, at.load(a.w), at.load(gate), at.load(x)));
     });
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// pixelNormInto: a column op (the reduction runs over channels, stride = pixels), not a row op;
+/// the host's 16 lanes are 16 neighbouring pixels, each its own chain; a GPU thread is a pixel.
+struct PixelNorm {
+  static constexpr const char* kName = "gizml::netops::pixelNormInto";
+  struct Args {
+    const void* x;
+    void* out;
+    bool bf16;  // x and out BF16, else F32
+    std::int64_t frames, c, pixels;
+    float eps;
+    bool act;
+  };
+  template <class At>
+  GIZML_HD static void pixels(const At& at, const Args& a, std::int64_t frame) {
+    const std::int64_t base = frame * a.c * a.pixels;
+    if (a.bf16)
+      pixelNormPixels(at, static_cast<const std::uint16_t*>(a.x) + base, static_cast<std::uint16_t*>(a.out) + base,
+                      a.c, a.pixels, a.eps, a.act);
+    else
+      pixelNormPixels(at, static_cast<const float*>(a.x) + base, static_cast<float*>(a.out) + base, a.c, a.pixels,
+                      a.eps, a.act);
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
