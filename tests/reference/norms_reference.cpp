@@ -1,5 +1,6 @@
 #include "reference/norms_reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -54,6 +55,31 @@ void pixelNorm(const float* x, std::int64_t frames, std::int64_t c, std::int64_t
         y[f * c * pixels + ch * pixels + p] = act ? exact::silu(v) : v;
       }
     }
+}
+
+void groupNorm(const float* x, std::int64_t c, std::int64_t spatial, std::int64_t groups, std::int64_t slices,
+               const float* w, const float* b, double eps, bool act, float* y) {
+  const std::int64_t channels = c / groups, length = channels * spatial;
+  const std::int64_t sliceLength = (length + slices - 1) / slices;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const float* xg = x + g * length;
+    double s1 = 0.0, s2 = 0.0;
+    for (std::int64_t k = 0; k < slices; ++k) {
+      const std::int64_t start = std::min(k * sliceLength, length), end = std::min(start + sliceLength, length);
+      s1 += static_cast<double>(sum16(xg + start, end - start));
+      s2 += static_cast<double>(dot16(xg + start, xg + start, end - start));
+    }
+    const double mean = s1 / static_cast<double>(length);
+    double var = s2 / static_cast<double>(length) - mean * mean;
+    if (var < 0.0) var = 0.0;
+    const float mean32 = static_cast<float>(mean);
+    const float rstd32 = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(static_cast<float>(eps))));
+    for (std::int64_t i = 0; i < length; ++i) {
+      const std::int64_t ch = g * channels + i / spatial;
+      const float v = std::fma((xg[i] - mean32) * rstd32, w[ch], b[ch]);
+      y[g * length + i] = act ? exact::silu(v) : v;
+    }
+  }
 }
 
 }  // namespace gizml::reference

@@ -19,4 +19,9 @@ void gatedNormAdd(float* x, const float* y, const float* w, const float* gate, c
 void pixelNorm(const float* x, std::int64_t frames, std::int64_t c, std::int64_t pixels, double eps, bool act,
                float* y);
 
+/// groupNorm of x [c, S] in `groups` groups with `slices` slices a group, F32 values (the caller
+/// rounds to BF16 where it stores BF16).
+void groupNorm(const float* x, std::int64_t c, std::int64_t spatial, std::int64_t groups, std::int64_t slices,
+               const float* w, const float* b, double eps, bool act, float* y);
+
 }  // namespace gizml::reference

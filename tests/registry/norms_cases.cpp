@@ -1,6 +1,8 @@
 // The diffusion norms' cases (SPEC §3 "Diffusion norms and 8-bit rows"): widths around the 16
 // lanes and their multiples (pixels for pixelNorm), more rows than one GPU block, NaN / ±inf / -0
 // in the data, row maps that use every modulation.
+#include <algorithm>
+
 #include "reference/norms_reference.hpp"
 #include "registry/registry.hpp"
 #include "support/inputs.hpp"
@@ -121,6 +123,46 @@ Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {
   return c;
 }
 
+struct GroupShape {
+  Shape x;  // [c, ...]
+  std::int64_t groups;
+  bool typical = false;
+  std::int64_t channelsPerGroup() const { return x[0] / groups; }
+  std::string name() const { return "x " + shapeString(x) + " groups " + std::to_string(groups); }
+};
+// Groups of one value, L < 16 (empty slices), L = 16 k, odd L, rank 1 (S = 1), many groups.
+const GroupShape kGroupShapes[] = {{{1}, 1},          {{2, 3}, 1},         {{4, 5}, 2},       {{6, 2, 3}, 3},
+                                   {{16, 1}, 4},      {{32, 17}, 32},      {{8, 4, 4}, 4},    {{12}, 3},
+                                   {{64, 9, 9}, 32},  {{32, 33, 17}, 8},   {{128, 32, 32}, 32, true}};
+
+/// groupNorm of x (NaN / ±inf / -0 planted in the last group only, so the other groups stay
+/// finite); a group is an item (the run takes the groups from x's channels).
+Case groupNormCase(const GroupShape& s, DType dtype, bool act) {
+  Case c{.op = "groupNorm", .name = s.name() + " " + dtypeName(dtype) + (act ? " silu" : "")};
+  c.typical = s.typical && dtype == DType::BF16 && act;
+  c.inputs = [s] {
+    const std::int64_t count = Tensor::empty(s.x).numel(), c = s.x[0], groupLength = count / s.groups;
+    auto x = randomFloats(Key{140, static_cast<std::uint32_t>(count)}, count, 2.0f, 0.25f);
+    const auto specials = withSpecials(Key{141, 0}, groupLength);
+    std::copy(specials.begin(), specials.end(), x.end() - groupLength);
+    return Tensors{host(x, s.x), host(randomFloats(Key{142, 0}, c), {c}), host(randomFloats(Key{143, 0}, c), {c})};
+  };
+  const std::int64_t perGroup = s.channelsPerGroup();
+  c.run = [perGroup, dtype, act](const Tensors& in) {
+    return Tensors{netops::groupNorm(in[0], in[0].dim(0) / perGroup, in[1], in[2], 1e-5, act, dtype)};
+  };
+  c.reference = [perGroup, dtype, act](const Tensors& in) {
+    const std::int64_t ch = in[0].dim(0);
+    std::vector<float> y(in[0].numel());
+    ref::groupNorm(valuesOf(in[0]).data(), ch, in[0].numel() / ch, ch / perGroup, netops::GROUP_SLICES,
+                   valuesOf(in[1]).data(), valuesOf(in[2]).data(), 1e-5, act, y.data());
+    return Tensors{host(y, in[0].shape()).to(dtype)};
+  };
+  c.outputNames = {"y"};
+  c.cut = {{{0, perGroup}, {1, perGroup}, {2, perGroup}}, {{0, perGroup}}};
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> normsCases() {
@@ -135,6 +177,10 @@ std::vector<Case> normsCases() {
   for (const PixelShape& s : kPixelShapes)
     for (DType dtype : {DType::F32, DType::BF16})
       for (bool act : {false, true}) cases.push_back(pixelNormCase(s, dtype, act));
+  for (const GroupShape& s : kGroupShapes) {
+    cases.push_back(groupNormCase(s, DType::F32, false));
+    cases.push_back(groupNormCase(s, DType::BF16, true));
+  }
   return cases;
 }
 

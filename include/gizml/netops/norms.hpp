@@ -1,9 +1,12 @@
 // gizml::netops, the diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows"): norms modulated
-// per row through a row map, the gated residual add, and the pixel norm. Each runs where its operands are; each is
+// per row through a row map, the gated residual add, the pixel norm and the group norm. Each runs where its operands are; each is
 // exact (the same bits on the host, any thread count or SIMD width, and on a CUDA GPU), except that
 // modulatedNorm's GPU result is the host's rounded once to BF16, as the SPEC says.
 #pragma once
 
+#include <cstdint>
+
+#include "gizml/dtype.hpp"
 #include "gizml/tensor.hpp"
 
 namespace gizml::netops {
@@ -38,5 +41,20 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
 /// channel order); y = x * rsqrt(ss / c + F32(eps)), then SiLU (gizml's own) when act; stored
 /// as out's dtype (BF16: rounded once). PyTorch's pixel norm is eps = 1e-8.
 void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out);
+
+/// groupNorm's slices a group (SPEC "GROUP_SLICES"): its statistics are 16 F32 partial sums added
+/// in f64, so one group is 16 independent pieces of work wherever it runs.
+inline constexpr std::int64_t GROUP_SLICES = 16;
+
+/// x [c, ...] F32 (rank >= 1; S = the product of the trailing extents, 1 for rank 1), groups >= 1
+/// dividing c, w and b [c] F32. Group g is the L = (c / groups) S contiguous values of its
+/// channels, cut into GROUP_SLICES slices of ceil(L / GROUP_SLICES) (the last ones shorter or
+/// empty); each slice gives sum16(x) and dot16(x, x) in F32; the group adds them as f64 in slice
+/// order (S1, S2); mean = S1 / L, var = max(S2 / L - mean², 0) in f64 (a NaN stays NaN);
+/// y = fma((x - F32(mean)) * F32(1 / sqrt(var + eps)), w[ch], b[ch]), SiLU when act, stored as
+/// dtype (F32 or BF16, rounded once). eps is rounded to F32 at the call (SPEC §1), then widened
+/// to f64 for var + eps. Returns x's shape, on x's device.
+Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
+                 DType dtype);
 
 }  // namespace gizml::netops

@@ -24,6 +24,9 @@ void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows
 
 void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<GatedNormAdd>(g, a, "map"); }
 
+// A half-warp a group (its slices one after another, in order).
+void GroupNorm::cuda(const Gpu& g, const Args& a) { detail::launchRows<GroupNorm>(g, a); }
+
 void PixelNorm::cuda(const Gpu& g, const Args& a) {
   detail::launch(g, kName, pixelNormKernel, detail::Grid::forItems(a.frames * a.pixels), a);
 }

@@ -20,6 +20,9 @@ void ModulatedNorm::host(const Args& a) { exact::hostRows<ModulatedNorm>(a); }
 
 void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
 
+void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a); }
+static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's");
+
 void PixelNorm::host(const Args& a) {
   // OpenMP splits the (frame, 16 pixels) groups; each pixel's chain stays in one lane.
   const std::int64_t groups = (a.pixels + 15) / 16;
@@ -140,6 +143,29 @@ void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
   if (x.numel() == 0) return;
   detail::run<norms::PixelNorm>(detail::gpuOf(x), {x.raw(), out.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1),
                                                    x.dim(2), eps32, act});
+}
+
+Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
+                 DType dtype) {
+  const char* fn = "gizml::netops::groupNorm";
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRankAtLeast(fn, "x", x, 1);
+  const std::int64_t c = x.dim(0);
+  if (groups < 1 || c % groups != 0)
+    fail(fn, "groups", "expected groups >= 1 dividing c = " + std::to_string(c) + ", got " + std::to_string(groups));
+  detail::requireVector(fn, "w", w, c);
+  detail::requireVector(fn, "b", b, c);
+  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"b", &b}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
+  Tensor y = Tensor::empty(x.shape(), dtype, x.device());
+  if (x.numel() == 0) return y;
+  const bool bf16 = dtype == DType::BF16;
+  detail::run<norms::GroupNorm>(detail::gpuOf(x), {x.data<float>(), w.data<float>(), b.data<float>(), eps32, act,
+                                                   groups, x.numel() / groups, x.numel() / c,
+                                                   bf16 ? nullptr : y.data<float>(),
+                                                   bf16 ? y.data<std::uint16_t>() : nullptr});
+  return y;
 }
 
 }  // namespace gizml::netops

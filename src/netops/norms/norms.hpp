@@ -72,6 +72,13 @@ GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, 
   }
 }
 
+/// groupNorm's element: fma((x - mean) * rstd, w, b), SiLU when act.
+template <class F>
+GIZML_HD F groupNormValue(F x, float mean, float rstd, float w, float b, bool act) {
+  const F y = exact::fmaLane((x - mean) * rstd, exact::broadcast<F>(w), exact::broadcast<F>(b));
+  return act ? exact::siluLanes(y) : y;
+}
+
 // ---- the ops' kernels ----------------------------------------------------------------------------------
 
 /// The row statistics of modulatedNorm: centered, layerNorm's (mean, rstd); else (0, rmsScale).
@@ -156,6 +163,55 @@ struct PixelNorm {
     else
       pixelNormPixels(at, static_cast<const float*>(a.x) + base, static_cast<float*>(a.out) + base, a.c, a.pixels,
                       a.eps, a.act);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// The public GROUP_SLICES (gizml/netops/norms.hpp): a group's values are cut into this many slices.
+constexpr std::int64_t kGroupSlices = 16;
+
+/// groupNorm: a group (Args::rows of them) is the L = (c / groups) S contiguous values of its
+/// channels, the row function's row; its statistics come from kGroupSlices slices of ceil(L / 16),
+/// each sum16 and dot16 in F32, added in f64 in slice order.
+struct GroupNorm {
+  static constexpr const char* kName = "gizml::netops::groupNorm";
+  struct Args {
+    const float *x, *w, *b;
+    float eps;
+    bool act;
+    std::int64_t rows, n;  // groups, L
+    std::int64_t spatial;  // S, the values of a channel
+    float* y;              // F32 output, or null
+    std::uint16_t* yBF16;  // BF16 output, or null
+  };
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t g) {
+    const float* x = a.x + g * a.n;
+    const std::int64_t slice = (a.n + kGroupSlices - 1) / kGroupSlices;
+    double s1 = 0.0, s2 = 0.0;
+    for (std::int64_t k = 0; k < kGroupSlices; ++k) {
+      const std::int64_t start = k * slice, rest = a.n - start;
+      float sums[2];  // sum16(x), dot16(x, x) of the slice (an empty slice gives +0)
+      row.ofLength(rest < 0 ? 0 : rest < slice ? rest : slice).reduce(sums, [&](const auto& at, auto& acc) {
+        const auto v = at.load(x + start);
+        acc[0] = acc[0] + v;
+        acc[1] = exact::fmaLane(v, v, acc[1]);
+      });
+      s1 += static_cast<double>(sums[0]);
+      s2 += static_cast<double>(sums[1]);
+    }
+    const double mean = s1 / static_cast<double>(a.n), spread = s2 / static_cast<double>(a.n) - mean * mean;
+    const double var = spread < 0.0 ? 0.0 : spread;  // max(., 0) that keeps a NaN
+    const float mean32 = static_cast<float>(mean);
+    const float rstd32 = static_cast<float>(1.0 / sqrt(var + static_cast<double>(a.eps)));
+    const Row channel = row.ofLength(a.spatial);
+    for (std::int64_t ch = g * (a.n / a.spatial), i = 0; i < a.n; ++ch, i += a.spatial)
+      channel.forEach([&](const auto& at) {
+        const auto y = groupNormValue(at.load(x + i), mean32, rstd32, a.w[ch], a.b[ch], a.act);
+        if (a.yBF16) at.store(a.yBF16 + g * a.n + i, y);
+        else at.store(a.y + g * a.n + i, y);
+      });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
