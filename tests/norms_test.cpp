@@ -4,6 +4,8 @@
 // float64 formulas are the anchor.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "exact/math.hpp"
 #include "support/preamble.hpp"
@@ -376,4 +378,99 @@ TEST(GroupNorm, BadInput) {
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b.to(DType::BF16), 1e-5, false, DType::F32); }, fn, "b");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, -1.0, false, DType::F32); }, fn, "eps");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, 1e-5, false, DType::F16); }, fn, "dtype");
+}
+
+// ---- rowNormRopeInto -----------------------------------------------------------------------------------
+
+namespace {
+struct RopeInputs {
+  std::int64_t rows, width, head, stride;
+  std::vector<std::uint16_t> v;  // BF16 bits [rows, stride]
+  std::vector<float> w, cos, sin;
+  RopeInputs(std::int64_t rows_, std::int64_t width_, std::int64_t head_, std::int64_t stride_, std::uint32_t seed)
+      : rows(rows_), width(width_), head(head_), stride(stride_) {
+    for (float f : randomFloats(Key{170, seed}, rows * stride, 2.0f, 0.25f)) v.push_back(gizml::floatToBF16(f));
+    w = randomFloats(Key{171, seed}, width);
+    // cos / sin of real angles, as a rotary table holds them.
+    for (float a : randomFloats(Key{172, seed}, rows * width / 2, 3.0f)) {
+      cos.push_back(static_cast<float>(std::cos(a)));
+      sin.push_back(static_cast<float>(std::sin(a)));
+    }
+  }
+  void run(std::vector<std::uint16_t>& rowsBits) const {
+    netops::rowNormRopeInto(gizml::Gpu::host(), rowsBits.data(), stride, rows, width, head, w.data(), 1e-6, cos.data(),
+                            sin.data());
+  }
+};
+}  // namespace
+
+TEST(RowNormRope, AccuracyAgainstFloat64) {
+  // The float64 norm and rotation, then BF16's one rounding: bound 2^-8 |y64| (half a BF16 ulp,
+  // the most it can be relative to the value: 8 significant bits) + 1e-5 (the four products' sizes)
+  // + 1e-6 for the F32 steps. BF16's rounding fills it: measured worst 0.96.
+  for (auto [rows, width, head] : {std::tuple{3, 8, 4}, std::tuple{2, 24, 6}, std::tuple{4, 256, 128}, std::tuple{2, 34, 34}}) {
+    SCOPED_TRACE("width " + std::to_string(width) + " head " + std::to_string(head));
+    const RopeInputs in(rows, width, head, width + 3, static_cast<std::uint32_t>(width));
+    auto v = in.v;
+    in.run(v);
+    double worst = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::vector<double> x(width);
+      double ss = 0;
+      for (std::int64_t i = 0; i < width; ++i) ss += std::pow(x[i] = gizml::bf16ToFloat(in.v[r * in.stride + i]), 2);
+      const double scale = 1.0 / std::sqrt(ss / width + static_cast<double>(1e-6f));
+      const std::int64_t half = head / 2;
+      for (std::int64_t h = 0; h < width / head; ++h)
+        for (std::int64_t e = 0; e < half; ++e) {
+          const std::int64_t a = h * head + e, j = r * (width / 2) + h * half + e;
+          const double p = x[a] * scale * in.w[a], q = x[a + half] * scale * in.w[a + half];
+          const double slack = 1e-5 * (std::fabs(p * in.cos[j]) + std::fabs(q * in.sin[j]) + std::fabs(q * in.cos[j]) +
+                                       std::fabs(p * in.sin[j])) + 1e-6;
+          for (auto [at, want] : {std::pair{a, p * in.cos[j] - q * in.sin[j]}, std::pair{a + half, q * in.cos[j] + p * in.sin[j]}}) {
+            const double got = gizml::bf16ToFloat(v[r * in.stride + at]);
+            worst = std::max(worst, std::fabs(got - want) / (std::ldexp(std::fabs(want), -8) + slack));
+          }
+        }
+      for (std::int64_t i = width; i < in.stride; ++i) EXPECT_EQ(v[r * in.stride + i], in.v[r * in.stride + i]) << "past width";
+    }
+    EXPECT_LE(worst, 1.0) << "worst error / bound";
+  }
+}
+
+TEST(RowNormRope, NormIsRmsNorm) {
+  // With cos = 1 and sin = +0 the rotation keeps each value (fma(p, 1, -(q * 0)) = p for p != 0):
+  // the result is rmsNorm's y over the whole row, rounded to BF16.
+  RopeInputs in(3, 64, 16, 64, 7);
+  std::fill(in.cos.begin(), in.cos.end(), 1.0f);
+  std::fill(in.sin.begin(), in.sin.end(), 0.0f);
+  auto v = in.v;
+  in.run(v);
+  std::vector<float> x;
+  for (std::uint16_t b : in.v) x.push_back(gizml::bf16ToFloat(b));
+  std::vector<float> got;
+  for (std::uint16_t b : v) got.push_back(gizml::bf16ToFloat(b));
+  EXPECT_TRUE(sameBits(got, netops::rmsNorm(host(x, {3, 64}), host(in.w, {64}), 1e-6).y.to(DType::BF16).toFloats()));
+}
+
+TEST(RowNormRope, BadInput) {
+  const char* fn = "gizml::netops::rowNormRopeInto";
+  RopeInputs in(2, 8, 4, 10, 1);
+  auto v = in.v;
+  const auto g = gizml::Gpu::host();
+  auto call = [&](std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width, std::int64_t head,
+                  const float* w, double eps, const float* cos, const float* sin) {
+    return [=] { netops::rowNormRopeInto(g, at, stride, rows, width, head, w, eps, cos, sin); };
+  };
+  const float *w = in.w.data(), *c = in.cos.data(), *s = in.sin.data();
+  expectThrowsNaming(call(nullptr, 10, 2, 8, 4, w, 1e-6, c, s), fn, "at");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, nullptr, 1e-6, c, s), fn, "w");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, 1e-6, nullptr, s), fn, "cos");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, 1e-6, c, nullptr), fn, "sin");
+  expectThrowsNaming(call(v.data(), 7, 2, 8, 4, w, 1e-6, c, s), fn, "stride");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 3, w, 1e-6, c, s), fn, "head");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 0, w, 1e-6, c, s), fn, "head");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 6, w, 1e-6, c, s), fn, "width");
+  expectThrowsNaming(call(v.data(), 10, -1, 8, 4, w, 1e-6, c, s), fn, "rows");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, -1.0, c, s), fn, "eps");
+  EXPECT_EQ(v, in.v) << "the rows must be untouched";
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "exact/math.hpp"
+#include "gizml/dtype.hpp"
 #include "reference/rows_reference.hpp"
 
 namespace gizml::reference {
@@ -79,6 +80,25 @@ void groupNorm(const float* x, std::int64_t c, std::int64_t spatial, std::int64_
       const float v = std::fma((xg[i] - mean32) * rstd32, w[ch], b[ch]);
       y[g * length + i] = act ? exact::silu(v) : v;
     }
+  }
+}
+
+void rowNormRope(float* v, std::int64_t stride, std::int64_t rows, std::int64_t width, std::int64_t head,
+                 const float* w, double eps, const float* cos, const float* sin) {
+  const float eps32 = static_cast<float>(eps);
+  const std::int64_t half = head / 2;
+  std::vector<float> normed(static_cast<std::size_t>(width));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = v + r * stride;
+    const float scale = 1.0f / std::sqrt(dot16(row, row, width) / static_cast<float>(width) + eps32);
+    for (std::int64_t i = 0; i < width; ++i) normed[i] = (row[i] * scale) * w[i];
+    for (std::int64_t h = 0; h < width / head; ++h)
+      for (std::int64_t e = 0; e < half; ++e) {
+        const std::int64_t j = h * half + e, a = h * head + e;
+        const float p = normed[a], q = normed[a + half], c = cos[r * (width / 2) + j], s = sin[r * (width / 2) + j];
+        row[a] = bf16ToFloat(floatToBF16(std::fma(p, c, -(q * s))));
+        row[a + half] = bf16ToFloat(floatToBF16(std::fma(q, c, p * s)));
+      }
   }
 }
 

@@ -24,4 +24,9 @@ void pixelNorm(const float* x, std::int64_t frames, std::int64_t c, std::int64_t
 void groupNorm(const float* x, std::int64_t c, std::int64_t spatial, std::int64_t groups, std::int64_t slices,
                const float* w, const float* b, double eps, bool act, float* y);
 
+/// rowNormRopeInto on rows of BF16 values held as F32 (row r at v + r stride), in place: the RMS
+/// norm over the width, then each head's split-halves rotation, each result rounded to BF16.
+void rowNormRope(float* v, std::int64_t stride, std::int64_t rows, std::int64_t width, std::int64_t head,
+                 const float* w, double eps, const float* cos, const float* sin);
+
 }  // namespace gizml::reference

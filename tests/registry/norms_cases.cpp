@@ -163,6 +163,49 @@ Case groupNormCase(const GroupShape& s, DType dtype, bool act) {
   return c;
 }
 
+struct RopeShape {
+  std::int64_t rows, width, head, stride;
+  bool typical = false;
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(rows * 100000 + width * 10 + head); }
+  std::string name() const {
+    return "rows " + std::to_string(rows) + " width " + std::to_string(width) + " head " + std::to_string(head) +
+           " stride " + std::to_string(stride);
+  }
+};
+// Heads of 2 and of odd halves (3, 17), halves of 16 and 64, a stride past the width (those values
+// must stay), more rows than a GPU block, and q of a qkv row (stride 3 width).
+const RopeShape kRopeShapes[] = {{1, 2, 2, 2},        {3, 8, 4, 8},      {2, 24, 6, 30},   {4, 64, 64, 64},
+                                 {5, 96, 32, 100},    {3, 34, 34, 40},   {37, 256, 128, 256}, {300, 16, 16, 16},
+                                 {64, 1536, 128, 4608, true}};
+
+/// rowNormRopeInto on a copy of rows [rows, stride] BF16 (NaN / ±inf / -0 planted), with w, cos, sin.
+Case rowNormRopeCase(const RopeShape& s) {
+  Case c{.op = "rowNormRopeInto", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] {
+    const std::int64_t pairs = s.rows * (s.width / 2);
+    return Tensors{host(withSpecials(Key{160, s.seed()}, s.rows * s.stride), {s.rows, s.stride}).to(DType::BF16),
+                   host(randomFloats(Key{161, 0}, s.width), {s.width}),
+                   host(randomFloats(Key{162, s.seed()}, pairs, 0.7f), {s.rows, s.width / 2}),
+                   host(randomFloats(Key{163, s.seed()}, pairs, 0.7f), {s.rows, s.width / 2})};
+  };
+  c.run = [s](const Tensors& in) {
+    Tensor v = in[0].clone();
+    netops::rowNormRopeInto(Gpu{v.device(), nullptr}, v.data<std::uint16_t>(), s.stride, v.dim(0), s.width, s.head,
+                            in[1].data<float>(), 1e-6, in[2].data<float>(), in[3].data<float>());
+    return Tensors{v};
+  };
+  c.reference = [s](const Tensors& in) {
+    std::vector<float> v = valuesOf(in[0]);
+    ref::rowNormRope(v.data(), s.stride, in[0].dim(0), s.width, s.head, valuesOf(in[1]).data(), 1e-6,
+                     valuesOf(in[2]).data(), valuesOf(in[3]).data());
+    return Tensors{host(v, in[0].shape()).to(DType::BF16)};
+  };
+  c.outputNames = {"rows"};
+  c.cut = {{{0, 1}, {2, 1}, {3, 1}}, {{0, 1}}};
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> normsCases() {
@@ -181,6 +224,7 @@ std::vector<Case> normsCases() {
     cases.push_back(groupNormCase(s, DType::F32, false));
     cases.push_back(groupNormCase(s, DType::BF16, true));
   }
+  for (const RopeShape& s : kRopeShapes) cases.push_back(rowNormRopeCase(s));
   return cases;
 }
 

@@ -1,5 +1,6 @@
 // gizml::netops, the diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows"): norms modulated
-// per row through a row map, the gated residual add, the pixel norm and the group norm. Each runs where its operands are; each is
+// per row through a row map, the gated residual add, the pixel norm, the group norm, and the
+// norm-and-rotary of raw BF16 rows. Each runs where its operands are; each is
 // exact (the same bits on the host, any thread count or SIMD width, and on a CUDA GPU), except that
 // modulatedNorm's GPU result is the host's rounded once to BF16, as the SPEC says.
 #pragma once
@@ -7,6 +8,7 @@
 #include <cstdint>
 
 #include "gizml/dtype.hpp"
+#include "gizml/gpu.hpp"
 #include "gizml/tensor.hpp"
 
 namespace gizml::netops {
@@ -41,6 +43,19 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
 /// channel order); y = x * rsqrt(ss / c + F32(eps)), then SiLU (gizml's own) when act; stored
 /// as out's dtype (BF16: rounded once). PyTorch's pixel norm is eps = 1e-8.
 void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out);
+
+/// Raw rows of BF16 values (std::uint16_t bits) on gpu's device (Gpu::host() for host memory), in
+/// place: row r (r < rows) is the `width` values at `at + r stride`. Per row
+///   v = (v * rsqrt(dot16(v, v) / width + F32(eps))) * w        over the whole row (F32, not rounded)
+/// then in each head h of `head` values (head even, dividing width), for e < head / 2, HeadPrep's
+/// split-halves rotation of (p, q) = (v[h head + e], v[h head + e + head / 2]) with pair
+/// j = h head / 2 + e of the row's cos / sin:
+///   v[.. + e] = fma(p, cos[j], -(q * sin[j]))    v[.. + e + head / 2] = fma(q, cos[j], p * sin[j])
+/// stored back as BF16 (rounded once). w [width], cos and sin [rows, width / 2] are F32 on the same
+/// device. The values past width in each stride are untouched. Null addresses, stride < width, a
+/// head that is odd or does not divide width, rows < 0 and eps < 0 are gizml::Error.
+void rowNormRopeInto(const Gpu& gpu, std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width,
+                     std::int64_t head, const float* w, double eps, const float* cos, const float* sin);
 
 /// groupNorm's slices a group (SPEC "GROUP_SLICES"): its statistics are 16 F32 partial sums added
 /// in f64, so one group is 16 independent pieces of work wherever it runs.

@@ -24,6 +24,8 @@ void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows
 
 void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<GatedNormAdd>(g, a, "map"); }
 
+void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRows<RowNormRope>(g, a); }
+
 // A half-warp a group (its slices one after another, in order).
 void GroupNorm::cuda(const Gpu& g, const Args& a) { detail::launchRows<GroupNorm>(g, a); }
 

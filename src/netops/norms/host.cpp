@@ -2,6 +2,7 @@
 // host paths (the row functions of norms.hpp over 16 float lanes, OpenMP over rows). They equal
 // tests/reference/norms_reference.cpp bit for bit.
 #include <string>
+#include <utility>
 
 #include "core/check.hpp"
 #include "core/dispatch.hpp"
@@ -19,6 +20,8 @@ namespace norms {
 void ModulatedNorm::host(const Args& a) { exact::hostRows<ModulatedNorm>(a); }
 
 void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
+
+void RowNormRope::host(const Args& a) { exact::hostRows<RowNormRope>(a); }
 
 void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a); }
 static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's");
@@ -166,6 +169,22 @@ Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Te
                                                    bf16 ? nullptr : y.data<float>(),
                                                    bf16 ? y.data<std::uint16_t>() : nullptr});
   return y;
+}
+
+void rowNormRopeInto(const Gpu& gpu, std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width,
+                     std::int64_t head, const float* w, double eps, const float* cos, const float* sin) {
+  const char* fn = "gizml::netops::rowNormRopeInto";
+  if (rows < 0) fail(fn, "rows", "expected rows >= 0, got " + std::to_string(rows));
+  if (head < 2 || head % 2 != 0) fail(fn, "head", "expected an even head >= 2, got " + std::to_string(head));
+  if (width < 1 || width % head != 0)
+    fail(fn, "width", "expected a multiple >= 1 of head = " + std::to_string(head) + ", got " + std::to_string(width));
+  if (stride < width)
+    fail(fn, "stride", "expected stride >= width = " + std::to_string(width) + ", got " + std::to_string(stride));
+  for (const auto& [name, p] : {std::pair<const char*, const void*>{"at", at}, {"w", w}, {"cos", cos}, {"sin", sin}})
+    if (p == nullptr) fail(fn, name, "expected an address, got null");
+  const float eps32 = detail::checkedEps(fn, eps);
+  if (rows == 0) return;
+  detail::run<norms::RowNormRope>(gpu, {at, stride, rows, width, head, w, cos, sin, eps32});
 }
 
 }  // namespace gizml::netops

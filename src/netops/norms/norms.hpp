@@ -9,6 +9,7 @@
 #include "exact/math.hpp"
 #include "exact/row16.hpp"
 #include "gizml/gpu.hpp"
+#include "netops/rows/rows.hpp"
 #if !defined(__CUDACC__)
 #include "exact/vec16.hpp"
 #endif
@@ -77,6 +78,14 @@ template <class F>
 GIZML_HD F groupNormValue(F x, float mean, float rstd, float w, float b, bool act) {
   const F y = exact::fmaLane((x - mean) * rstd, exact::broadcast<F>(w), exact::broadcast<F>(b));
   return act ? exact::siluLanes(y) : y;
+}
+
+/// HeadPrep's split-halves rotation of one pair (p, q) = (v[e], v[e + half]) with the pair's
+/// (cos, sin): v[e] = fma(p, cos, -(q * sin)), v[e + half] = fma(q, cos, p * sin).
+template <class F>
+GIZML_HD void rotatePair(F p, F q, F cos, F sin, F& first, F& second) {
+  first = exact::fmaLane(p, cos, -(q * sin));
+  second = exact::fmaLane(q, cos, p * sin);
 }
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
@@ -163,6 +172,40 @@ struct PixelNorm {
     else
       pixelNormPixels(at, static_cast<const float*>(a.x) + base, static_cast<float*>(a.out) + base, a.c, a.pixels,
                       a.eps, a.act);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// rowNormRopeInto: BF16 rows at v, row r at v + r stride, normalised as rmsNorm over the whole
+/// width, then each head's halves rotated with pair j = h head / 2 + e of the row's cos / sin
+/// [rows, width / 2], stored back as BF16. A head's halves are two contiguous runs of head / 2.
+struct RowNormRope {
+  static constexpr const char* kName = "gizml::netops::rowNormRopeInto";
+  struct Args {
+    std::uint16_t* v;
+    std::int64_t stride, rows, n, head;  // n = width
+    const float *w, *cos, *sin;
+    float eps;
+  };
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    std::uint16_t* v = a.v + r * a.stride;
+    const float scale = exact::rmsScale(row, v, a.eps);
+    const std::int64_t half = a.head / 2;
+    const Row halves = row.ofLength(half);
+    for (std::int64_t h = 0; h < a.n / a.head; ++h) {
+      std::uint16_t *first = v + h * a.head, *second = first + half;
+      const float *w = a.w + h * a.head, *cos = a.cos + r * (a.n / 2) + h * half, *sin = a.sin + r * (a.n / 2) + h * half;
+      halves.forEach([&](const auto& at) {
+        const auto p = rows::rmsNormValue(at.load(first), scale, at.load(w));
+        const auto q = rows::rmsNormValue(at.load(second), scale, at.load(w + half));
+        auto outFirst = p, outSecond = q;
+        rotatePair(p, q, at.load(cos), at.load(sin), outFirst, outSecond);
+        at.store(first, outFirst);
+        at.store(second, outSecond);
+      });
+    }
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
