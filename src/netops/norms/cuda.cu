@@ -26,7 +26,9 @@ void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<
 
 void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRows<RowNormRope>(g, a); }
 
-// A half-warp a group (its slices one after another, in order).
+// A half-warp a slice, then a half-warp a channel (each adds its group's partial sums in order).
+void GroupNormSlices::cuda(const Gpu& g, const Args& a) { detail::launchRows<GroupNormSlices>(g, a); }
+
 void GroupNorm::cuda(const Gpu& g, const Args& a) { detail::launchRows<GroupNorm>(g, a); }
 
 void PixelNorm::cuda(const Gpu& g, const Args& a) {

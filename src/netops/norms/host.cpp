@@ -23,6 +23,8 @@ void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
 
 void RowNormRope::host(const Args& a) { exact::hostRows<RowNormRope>(a); }
 
+void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
+
 void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a); }
 static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's");
 
@@ -163,11 +165,17 @@ Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Te
   if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
   Tensor y = Tensor::empty(x.shape(), dtype, x.device());
   if (x.numel() == 0) return y;
+  const std::int64_t spatial = x.numel() / c, length = x.numel() / groups;
+  const Gpu gpu = detail::gpuOf(x);
+  // The slices' partial sums (2 floats a slice), then the channels; on a GPU in stream order.
+  Tensor partial = Tensor::empty({groups * norms::kGroupSlices * 2}, DType::F32, x.device());
+  detail::run<norms::GroupNormSlices>(gpu, {x.data<float>(), groups * norms::kGroupSlices,
+                                            (length + norms::kGroupSlices - 1) / norms::kGroupSlices, length,
+                                            partial.data<float>()});
   const bool bf16 = dtype == DType::BF16;
-  detail::run<norms::GroupNorm>(detail::gpuOf(x), {x.data<float>(), w.data<float>(), b.data<float>(), eps32, act,
-                                                   groups, x.numel() / groups, x.numel() / c,
-                                                   bf16 ? nullptr : y.data<float>(),
-                                                   bf16 ? y.data<std::uint16_t>() : nullptr});
+  detail::run<norms::GroupNorm>(gpu, {x.data<float>(), w.data<float>(), b.data<float>(), partial.data<float>(), eps32,
+                                      act, c, spatial, c / groups, bf16 ? nullptr : y.data<float>(),
+                                      bf16 ? y.data<std::uint16_t>() : nullptr});
   return y;
 }
 

@@ -214,47 +214,73 @@ struct RowNormRope {
 /// The public GROUP_SLICES (gizml/netops/norms.hpp): a group's values are cut into this many slices.
 constexpr std::int64_t kGroupSlices = 16;
 
-/// groupNorm: a group (Args::rows of them) is the L = (c / groups) S contiguous values of its
-/// channels, the row function's row; its statistics come from kGroupSlices slices of ceil(L / 16),
-/// each sum16 and dot16 in F32, added in f64 in slice order.
+/// groupNorm, first pass: group g's values (L = (c / groups) S, contiguous) cut into kGroupSlices
+/// slices of ceil(L / kGroupSlices) (the last ones shorter or empty); row s = g kGroupSlices + k
+/// is slice k of group g, and gives partial[2 s] = sum16(x), partial[2 s + 1] = dot16(x, x) in F32.
+struct GroupNormSlices {
+  static constexpr const char* kName = "gizml::netops::groupNorm";
+  struct Args {
+    const float* x;
+    std::int64_t rows, n;  // groups kGroupSlices, the slice length
+    std::int64_t groupLength;
+    float* partial;
+  };
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t s) {
+    const std::int64_t start = (s % kGroupSlices) * a.n, rest = a.groupLength - start;
+    const float* x = a.x + (s / kGroupSlices) * a.groupLength + start;
+    float sums[2];  // an empty slice gives +0, +0
+    row.ofLength(rest < 0 ? 0 : rest < a.n ? rest : a.n).reduce(sums, [&](const auto& at, auto& acc) {
+      const auto v = at.load(x);
+      acc[0] = acc[0] + v;
+      acc[1] = exact::fmaLane(v, v, acc[1]);
+    });
+    if (row.leader()) {
+      a.partial[2 * s] = sums[0];
+      a.partial[2 * s + 1] = sums[1];
+    }
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// A group's statistics from its slices' partial sums: S1, S2 added as f64 in slice order;
+/// mean = S1 / L, var = max(S2 / L - mean², 0) (a NaN stays NaN), in f64; then F32(mean) and
+/// F32(1 / sqrt(var + eps)).
+GIZML_HD exact::MeanRstd groupStats(const float* partial, std::int64_t length, float eps) {
+  double s1 = 0.0, s2 = 0.0;
+  for (std::int64_t k = 0; k < kGroupSlices; ++k) {
+    s1 += static_cast<double>(partial[2 * k]);
+    s2 += static_cast<double>(partial[2 * k + 1]);
+  }
+  const double mean = s1 / static_cast<double>(length), spread = s2 / static_cast<double>(length) - mean * mean;
+  const double var = spread < 0.0 ? 0.0 : spread;
+  return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)))};
+}
+
+/// groupNorm, second pass: a channel a row, y = groupNormValue with its group's statistics
+/// (each channel adds its group's 16 partial sums again: the same f64 steps, the same bits).
 struct GroupNorm {
   static constexpr const char* kName = "gizml::netops::groupNorm";
   struct Args {
-    const float *x, *w, *b;
+    const float *x, *w, *b, *partial;
     float eps;
     bool act;
-    std::int64_t rows, n;  // groups, L
-    std::int64_t spatial;  // S, the values of a channel
+    std::int64_t rows, n;  // c, S
+    std::int64_t perGroup;  // channels a group
     float* y;              // F32 output, or null
     std::uint16_t* yBF16;  // BF16 output, or null
   };
   template <class Row>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t g) {
-    const float* x = a.x + g * a.n;
-    const std::int64_t slice = (a.n + kGroupSlices - 1) / kGroupSlices;
-    double s1 = 0.0, s2 = 0.0;
-    for (std::int64_t k = 0; k < kGroupSlices; ++k) {
-      const std::int64_t start = k * slice, rest = a.n - start;
-      float sums[2];  // sum16(x), dot16(x, x) of the slice (an empty slice gives +0)
-      row.ofLength(rest < 0 ? 0 : rest < slice ? rest : slice).reduce(sums, [&](const auto& at, auto& acc) {
-        const auto v = at.load(x + start);
-        acc[0] = acc[0] + v;
-        acc[1] = exact::fmaLane(v, v, acc[1]);
-      });
-      s1 += static_cast<double>(sums[0]);
-      s2 += static_cast<double>(sums[1]);
-    }
-    const double mean = s1 / static_cast<double>(a.n), spread = s2 / static_cast<double>(a.n) - mean * mean;
-    const double var = spread < 0.0 ? 0.0 : spread;  // max(., 0) that keeps a NaN
-    const float mean32 = static_cast<float>(mean);
-    const float rstd32 = static_cast<float>(1.0 / sqrt(var + static_cast<double>(a.eps)));
-    const Row channel = row.ofLength(a.spatial);
-    for (std::int64_t ch = g * (a.n / a.spatial), i = 0; i < a.n; ++ch, i += a.spatial)
-      channel.forEach([&](const auto& at) {
-        const auto y = groupNormValue(at.load(x + i), mean32, rstd32, a.w[ch], a.b[ch], a.act);
-        if (a.yBF16) at.store(a.yBF16 + g * a.n + i, y);
-        else at.store(a.y + g * a.n + i, y);
-      });
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t ch) {
+    const std::int64_t g = ch / a.perGroup;
+    const exact::MeanRstd s = groupStats(a.partial + 2 * kGroupSlices * g, a.perGroup * a.n, a.eps);
+    const float* x = a.x + ch * a.n;
+    row.forEach([&](const auto& at) {
+      const auto y = groupNormValue(at.load(x), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
+      if (a.yBF16) at.store(a.yBF16 + ch * a.n, y);
+      else at.store(a.y + ch * a.n, y);
+    });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
