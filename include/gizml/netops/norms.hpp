@@ -21,7 +21,8 @@ namespace gizml::netops {
 /// where rsqrt(v) = 1 / sqrt(v) and `1 + scale[m]` is one F32 add (rounded before the fma).
 /// The map is required: an entry that is not an integer in [0, mods) (NaN included) is an error —
 /// on the host before anything is written; on a GPU the kernel skips that row and the next
-/// synchronising call throws gizml::Error naming "map" (the output is then unspecified).
+/// synchronising call throws gizml::Error naming "map" (the output is then unspecified; a fraction
+/// or NaN is reported as the index -1).
 /// Returns F32 on the host; on a GPU the same values rounded to BF16 (a BF16 tensor).
 Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                      double eps, bool centered);
