@@ -7,5 +7,6 @@
 #include "gizml/netops/attention.hpp"
 #include "gizml/netops/conv.hpp"
 #include "gizml/netops/gemm.hpp"
+#include "gizml/netops/norms.hpp"
 #include "gizml/netops/pool.hpp"
 #include "gizml/netops/rows.hpp"

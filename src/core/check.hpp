@@ -35,6 +35,18 @@ inline void requireRank(const char* fn, const char* arg, const Tensor& t, int ra
     fail(fn, arg, "expected rank " + std::to_string(rank) + ", got shape " + shapeString(t.shape()));
 }
 
+/// A vector argument: F32 [n].
+inline void requireVector(const char* fn, const char* arg, const Tensor& t, std::int64_t n) {
+  requireDType(fn, arg, t, DType::F32);
+  requireShape(fn, arg, t, {n});
+}
+
+/// eps >= 0 (NaN is not), rounded once to F32 (SPEC §1).
+inline float checkedEps(const char* fn, double eps) {
+  if (!(eps >= 0.0)) fail(fn, "eps", "expected eps >= 0, got " + std::to_string(eps));
+  return static_cast<float>(eps);
+}
+
 /// All named tensors on the first one's device.
 inline void requireSameDevice(const char* fn, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
   const auto& first = *ts.begin();

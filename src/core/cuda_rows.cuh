@@ -9,6 +9,12 @@ namespace gizml::detail {
 
 constexpr int kRowsPerBlock = 8;
 
+/// A half-warp a row, kRowsPerBlock rows a block, at most 2^20 blocks (the kernels stride).
+inline Grid rowsGrid(std::int64_t rows) {
+  const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  return Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 16 * kRowsPerBlock};
+}
+
 template <class Kernel>
 __global__ void rowsKernel(const typename Kernel::Args a) {
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
@@ -23,9 +29,26 @@ __global__ void rowsKernel(const typename Kernel::Args a) {
 template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
-  const std::int64_t blocks = (a.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  const unsigned gridBlocks = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));  // the grid strides
-  launch(g, Kernel::kName, rowsKernel<Kernel>, Grid{gridBlocks, 16 * kRowsPerBlock}, a);
+  launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(a.rows), a);
+}
+
+/// rowsKernel for row functions that read a row map: row r runs only when Kernel::mapped(a, r)
+/// lies in [0, a.mods); else the device error flag records it (naming the launch's first checked
+/// argument) and the row is skipped, so nothing is read out of bounds. The half-warp's lanes read
+/// the same entry, so they skip together.
+template <class Kernel>
+__global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
+  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 16; r < a.rows; r += step)
+    if (flag.inRange(0, Kernel::mapped(a, r), a.mods)) Kernel::row(row, a, r);
+}
+
+/// Kernel::row for every row whose map entry (the argument `mapName`) is in range.
+template <class Kernel>
+void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
+  if (a.rows == 0) return;
+  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(a.rows), a);
 }
 
 }  // namespace gizml::detail

@@ -16,12 +16,15 @@
 //   row.forEach(body)              body(at) for each step, in order
 //   row.argmax(x), row.maxValue(x) the SPEC's argmax of a row, and the value there
 //   row.leader()                   true on one lane: the one that writes the row's scalars
+//   row.ofLength(m)                the same form over m elements (a slice, a channel)
 // and `at`, one step's lanes: at.load(p), at.store(p, v), at.stream(p, v) (a streaming store
-// where the host loop asked for them), at.oneHot(index) (1 at that element, else +0).
+// where the host loop asked for them), at.oneHot(index) (1 at that element, else +0). A BF16 row
+// is a std::uint16_t*: at.load widens it exactly, at.store rounds to BF16 (SPEC §1.4).
 #pragma once
 
 #include <cstdint>
 
+#include "exact/convert.hpp"
 #include "exact/hd.hpp"
 #include "exact/order.hpp"
 
@@ -87,6 +90,16 @@ struct HostRow : RowSums<HostRow> {
     bool streaming;
     GIZML_ROW F load(const float* row) const { return load16(row + i, count); }
     GIZML_ROW void store(float* row, F v) const { store16(row + i, v, count); }
+    GIZML_ROW F load(const std::uint16_t* row) const {
+      float wide[16] = {};
+      for (std::int64_t l = 0; l < count; ++l) wide[l] = bf16ToFloat(row[i + l]);
+      return load16(wide, 16);
+    }
+    GIZML_ROW void store(std::uint16_t* row, F v) const {
+      float wide[16];
+      store16(wide, v, 16);
+      for (std::int64_t l = 0; l < count; ++l) row[i + l] = floatToBF16(wide[l]);
+    }
     GIZML_ROW void stream(float* row, F v) const {
       if (streaming && count == 16) streamStore16(row + i, v);
       else store16(row + i, v, count);
@@ -99,6 +112,8 @@ struct HostRow : RowSums<HostRow> {
   };
 
   GIZML_ROW bool leader() const { return true; }
+  /// The same form over another length (a slice of a row, a channel of a group).
+  GIZML_ROW HostRow ofLength(std::int64_t m) const { return HostRow{m, streamStores}; }
 
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
@@ -186,11 +201,14 @@ struct WarpRow : RowSums<WarpRow> {
     std::int64_t i;
     GIZML_HD float load(const float* row) const { return row[i]; }
     GIZML_HD void store(float* row, float v) const { row[i] = v; }
+    GIZML_HD float load(const std::uint16_t* row) const { return bf16ToFloat(row[i]); }
+    GIZML_HD void store(std::uint16_t* row, float v) const { row[i] = floatToBF16(v); }
     GIZML_HD void stream(float* row, float v) const { row[i] = v; }
     GIZML_HD float oneHot(std::int64_t index) const { return i == index ? 1.0f : 0.0f; }
   };
 
   GIZML_HD bool leader() const { return lane == 0; }
+  GIZML_HD WarpRow ofLength(std::int64_t m) const { return WarpRow{m, lane, mask}; }
 
   /// sum16's tree across the half-warp; every lane ends with lane 0's value.
   GIZML_HD float tree(float v) const {
@@ -243,13 +261,15 @@ struct WarpRow : RowSums<WarpRow> {
 
 // ---- statistics on either form --------------------------------------------------------------------------
 
+// T is float, or std::uint16_t for a row of BF16 values.
+
 /// layerNorm's row statistics: mean = sum16(x) / n; d = x - mean; var = dot16(d, d) / n;
 /// rstd = 1 / sqrt(var + eps).
 struct MeanRstd {
   float mean, rstd;
 };
-template <class Row>
-GIZML_HD MeanRstd layerNormStats(const Row& row, const float* x, float eps) {
+template <class Row, class T>
+GIZML_HD MeanRstd layerNormStats(const Row& row, const T* x, float eps) {
   const float nf = static_cast<float>(row.n);
   const float mean = row.sum16([&](const auto& at) { return at.load(x); }) / nf;
   const float var = row.dot16([&](const auto& at) {
@@ -260,8 +280,8 @@ GIZML_HD MeanRstd layerNormStats(const Row& row, const float* x, float eps) {
 }
 
 /// The RMS norm's scale: rsqrt(dot16(x, x) / n + eps), rsqrt(v) being 1 / sqrt(v).
-template <class Row>
-GIZML_HD float rmsScale(const Row& row, const float* x, float eps) {
+template <class Row, class T>
+GIZML_HD float rmsScale(const Row& row, const T* x, float eps) {
   const float meanSquare = row.dot16([&](const auto& at) {
     const auto v = at.load(x);
     return factors(v, v);

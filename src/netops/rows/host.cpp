@@ -117,17 +117,6 @@ void checkRows(const char* fn, const Tensor& x) {
   if (x.rowLength() < 1) fail(fn, "x", "expected rows of at least one value, got shape " + shapeString(x.shape()));
 }
 
-/// A row vector argument: F32 [n].
-void checkVector(const char* fn, const char* arg, const Tensor& t, std::int64_t n) {
-  detail::requireDType(fn, arg, t, DType::F32);
-  detail::requireShape(fn, arg, t, {n});
-}
-
-float checkEps(const char* fn, double eps) {
-  if (!(eps >= 0.0)) fail(fn, "eps", "expected eps >= 0, got " + std::to_string(eps));
-  return static_cast<float>(eps);
-}
-
 /// The three cross-entropy entry points' arguments.
 void checkLogits(const char* fn, const Tensor& logits, const std::vector<std::int64_t>& labels) {
   detail::requireDType(fn, "logits", logits, DType::F32);
@@ -160,10 +149,10 @@ LayerNormResult layerNorm(const Tensor& x, const Tensor& weight, const Tensor& b
   const char* fn = "gizml::netops::layerNorm";
   checkRows(fn, x);
   const std::int64_t n = x.rowLength(), rowCount = x.rowCount();
-  checkVector(fn, "weight", weight, n);
-  checkVector(fn, "bias", bias, n);
+  detail::requireVector(fn, "weight", weight, n);
+  detail::requireVector(fn, "bias", bias, n);
   detail::requireSameDevice(fn, {{"x", &x}, {"weight", &weight}, {"bias", &bias}});
-  const float eps32 = checkEps(fn, eps);
+  const float eps32 = detail::checkedEps(fn, eps);
 
   LayerNormResult out{Tensor::empty(x.shape(), DType::F32, x.device()),
                       Tensor::empty({rowCount}, DType::F32, x.device()),
@@ -181,9 +170,9 @@ LayerNormGradResult layerNormGrad(const Tensor& dy, const Tensor& x, const Tenso
   const std::int64_t n = x.rowLength(), rowCount = x.rowCount();
   detail::requireDType(fn, "dy", dy, DType::F32);
   detail::requireShape(fn, "dy", dy, x.shape());
-  checkVector(fn, "weight", weight, n);
-  checkVector(fn, "mean", mean, rowCount);
-  checkVector(fn, "rstd", rstd, rowCount);
+  detail::requireVector(fn, "weight", weight, n);
+  detail::requireVector(fn, "mean", mean, rowCount);
+  detail::requireVector(fn, "rstd", rstd, rowCount);
   detail::requireSameDevice(fn, {{"x", &x}, {"dy", &dy}, {"weight", &weight}, {"mean", &mean}, {"rstd", &rstd}});
 
   LayerNormGradResult out{Tensor::empty(x.shape(), DType::F32, x.device()), Tensor::zeros({n}, DType::F32, x.device()),
@@ -200,9 +189,9 @@ RmsNormResult rmsNorm(const Tensor& x, const Tensor& weight, double eps) {
   const char* fn = "gizml::netops::rmsNorm";
   checkRows(fn, x);
   const std::int64_t n = x.rowLength(), rowCount = x.rowCount();
-  checkVector(fn, "weight", weight, n);
+  detail::requireVector(fn, "weight", weight, n);
   detail::requireSameDevice(fn, {{"x", &x}, {"weight", &weight}});
-  const float eps32 = checkEps(fn, eps);
+  const float eps32 = detail::checkedEps(fn, eps);
   RmsNormResult out{Tensor::empty(x.shape(), DType::F32, x.device()), Tensor::empty({rowCount}, DType::F32, x.device())};
   detail::run<rows::RmsNorm>(detail::gpuOf(x), {x.data<float>(), weight.data<float>(), eps32, rowCount, n,
                                                 out.y.data<float>(), out.rstd.data<float>()});

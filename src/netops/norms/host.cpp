@@ -1,0 +1,198 @@
+// The diffusion norms: argument checks, outputs, dispatch by device (core/dispatch.hpp), and the
+// host paths (the row functions of norms.hpp over 16 float lanes, OpenMP over rows). They equal
+// tests/reference/norms_reference.cpp bit for bit.
+#include <string>
+#include <utility>
+
+#include "core/check.hpp"
+#include "core/dispatch.hpp"
+#include "exact/row16.hpp"
+#include "exact/vec16.hpp"
+#include "gizml/netops/norms.hpp"
+#include "netops/norms/norms.hpp"
+
+namespace gizml::netops {
+
+// ---- host paths ---------------------------------------------------------------------------------------
+
+namespace norms {
+
+void ModulatedNorm::host(const Args& a) { exact::hostRows<ModulatedNorm>(a); }
+
+void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
+
+void RowNormRope::host(const Args& a) { exact::hostRows<RowNormRope>(a); }
+
+void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
+
+void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a); }
+static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's");
+
+void PixelNorm::host(const Args& a) {
+  // OpenMP splits the (frame, 16 pixels) groups; each pixel's chain stays in one lane.
+  const std::int64_t groups = (a.pixels + 15) / 16;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t g = 0; g < a.frames * groups; ++g) {
+    const std::int64_t p = (g % groups) * 16;
+    pixels(exact::HostRow::At{p, a.pixels - p < 16 ? a.pixels - p : 16, false}, a, g / groups);
+  }
+}
+
+}  // namespace norms
+
+// ---- argument checks ------------------------------------------------------------------------------------
+
+namespace {
+
+/// x [rows, width] F32, width >= 1.
+void checkRowMatrix(const char* fn, const char* arg, const Tensor& x) {
+  detail::requireDType(fn, arg, x, DType::F32);
+  detail::requireRank(fn, arg, x, 2);
+  if (x.dim(1) < 1) fail(fn, arg, "expected rows of at least one value, got shape " + shapeString(x.shape()));
+}
+
+/// A modulation table [mods, width] F32, mods >= 1.
+void checkModulation(const char* fn, const char* arg, const Tensor& t, std::int64_t width) {
+  detail::requireDType(fn, arg, t, DType::F32);
+  detail::requireRank(fn, arg, t, 2);
+  if (t.dim(0) < 1 || t.dim(1) != width)
+    fail(fn, arg, "expected shape [mods >= 1, " + std::to_string(width) + "], got " + shapeString(t.shape()));
+}
+
+/// map [rows] F32; on the host every entry an integer in [0, mods) (a GPU's kernel checks its own).
+void checkMap(const char* fn, const Tensor& map, std::int64_t rows, std::int64_t mods) {
+  detail::requireVector(fn, "map", map, rows);
+  if (!map.device().isHost()) return;
+  const float* m = map.data<float>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const long long i = norms::mapIndex(m[r]);
+    if (i < 0 || i >= mods)
+      fail(fn, "map", "expected integers in [0, " + std::to_string(mods) + "), got " + std::to_string(m[r]) +
+                          " at row " + std::to_string(r));
+  }
+}
+
+}  // namespace
+
+// ---- the ops ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// modulatedNorm(Into)'s checks, naming `fn`, then the run.
+void modulatedNormRun(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                      const Tensor& map, double eps, bool centered, const Tensor& y) {
+  checkRowMatrix(fn, "x", x);
+  const std::int64_t rows = x.dim(0), n = x.dim(1);
+  detail::requireVector(fn, "w", w, n);
+  checkModulation(fn, "shift", shift, n);
+  detail::requireShape(fn, "scale", scale, shift.shape());
+  detail::requireDType(fn, "scale", scale, DType::F32);
+  detail::requireDefined(fn, "y", y);
+  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}, {"y", &y}});
+  if (y.dtype() != DType::BF16 && !(y.dtype() == DType::F32 && y.device().isHost()))
+    fail(fn, "y", "expected BF16 (or F32 on the host), got " + dtypeName(y.dtype()) + " on " + y.device().name());
+  detail::requireShape(fn, "y", y, x.shape());
+  const float eps32 = detail::checkedEps(fn, eps);
+  checkMap(fn, map, rows, shift.dim(0));
+  const bool bf16 = y.dtype() == DType::BF16;
+  detail::run<norms::ModulatedNorm>(
+      detail::gpuOf(x), {x.data<float>(), w.data<float>(), shift.data<float>(), scale.data<float>(), map.data<float>(),
+                         eps32, centered, rows, n, shift.dim(0), bf16 ? nullptr : y.data<float>(),
+                         bf16 ? y.data<std::uint16_t>() : nullptr});
+}
+
+}  // namespace
+
+void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                       double eps, bool centered, const Tensor& y) {
+  modulatedNormRun("gizml::netops::modulatedNormInto", x, w, shift, scale, map, eps, centered, y);
+}
+
+Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                     double eps, bool centered) {
+  const char* fn = "gizml::netops::modulatedNorm";
+  detail::requireDefined(fn, "x", x);
+  Tensor y = Tensor::empty(x.shape(), x.device().isHost() ? DType::F32 : DType::BF16, x.device());
+  modulatedNormRun(fn, x, w, shift, scale, map, eps, centered, y);
+  return y;
+}
+
+void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate, const Tensor& map,
+                      double eps) {
+  const char* fn = "gizml::netops::gatedNormAddInto";
+  checkRowMatrix(fn, "x", x);
+  const std::int64_t rows = x.dim(0), n = x.dim(1);
+  detail::requireDType(fn, "y", y, DType::BF16);
+  detail::requireShape(fn, "y", y, x.shape());
+  detail::requireVector(fn, "w", w, n);
+  checkModulation(fn, "gate", gate, n);
+  detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}, {"w", &w}, {"gate", &gate}, {"map", &map}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  checkMap(fn, map, rows, gate.dim(0));
+  detail::run<norms::GatedNormAdd>(detail::gpuOf(x), {x.data<float>(), y.data<std::uint16_t>(), w.data<float>(),
+                                                      gate.data<float>(), map.data<float>(), eps32, rows, n,
+                                                      gate.dim(0)});
+}
+
+void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
+  const char* fn = "gizml::netops::pixelNormInto";
+  detail::requireDefined(fn, "x", x);
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16)
+    fail(fn, "x", "expected dtype F32 or BF16, got " + dtypeName(x.dtype()));
+  detail::requireRank(fn, "x", x, 3);
+  if (x.dim(1) < 1) fail(fn, "x", "expected [frames, c >= 1, pixels], got " + shapeString(x.shape()));
+  detail::requireDType(fn, "out", out, x.dtype());
+  detail::requireShape(fn, "out", out, x.shape());
+  detail::requireSameDevice(fn, {{"x", &x}, {"out", &out}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  if (x.numel() == 0) return;
+  detail::run<norms::PixelNorm>(detail::gpuOf(x), {x.raw(), out.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1),
+                                                   x.dim(2), eps32, act});
+}
+
+Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
+                 DType dtype) {
+  const char* fn = "gizml::netops::groupNorm";
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRankAtLeast(fn, "x", x, 1);
+  const std::int64_t c = x.dim(0);
+  if (groups < 1 || c % groups != 0)
+    fail(fn, "groups", "expected groups >= 1 dividing c = " + std::to_string(c) + ", got " + std::to_string(groups));
+  detail::requireVector(fn, "w", w, c);
+  detail::requireVector(fn, "b", b, c);
+  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"b", &b}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
+  Tensor y = Tensor::empty(x.shape(), dtype, x.device());
+  if (x.numel() == 0) return y;
+  const std::int64_t spatial = x.numel() / c, length = x.numel() / groups;
+  const Gpu gpu = detail::gpuOf(x);
+  // The slices' partial sums (2 floats a slice), then the channels; on a GPU in stream order.
+  Tensor partial = Tensor::empty({groups * norms::kGroupSlices * 2}, DType::F32, x.device());
+  detail::run<norms::GroupNormSlices>(gpu, {x.data<float>(), groups * norms::kGroupSlices,
+                                            (length + norms::kGroupSlices - 1) / norms::kGroupSlices, length,
+                                            partial.data<float>()});
+  const bool bf16 = dtype == DType::BF16;
+  detail::run<norms::GroupNorm>(gpu, {x.data<float>(), w.data<float>(), b.data<float>(), partial.data<float>(), eps32,
+                                      act, c, spatial, c / groups, bf16 ? nullptr : y.data<float>(),
+                                      bf16 ? y.data<std::uint16_t>() : nullptr});
+  return y;
+}
+
+void rowNormRopeInto(const Gpu& gpu, std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width,
+                     std::int64_t head, const float* w, double eps, const float* cos, const float* sin) {
+  const char* fn = "gizml::netops::rowNormRopeInto";
+  if (rows < 0) fail(fn, "rows", "expected rows >= 0, got " + std::to_string(rows));
+  if (head < 2 || head % 2 != 0) fail(fn, "head", "expected an even head >= 2, got " + std::to_string(head));
+  if (width < 1 || width % head != 0)
+    fail(fn, "width", "expected a multiple >= 1 of head = " + std::to_string(head) + ", got " + std::to_string(width));
+  if (stride < width)
+    fail(fn, "stride", "expected stride >= width = " + std::to_string(width) + ", got " + std::to_string(stride));
+  for (const auto& [name, p] : {std::pair<const char*, const void*>{"at", at}, {"w", w}, {"cos", cos}, {"sin", sin}})
+    if (p == nullptr) fail(fn, name, "expected an address, got null");
+  const float eps32 = detail::checkedEps(fn, eps);
+  if (rows == 0) return;
+  detail::run<norms::RowNormRope>(gpu, {at, stride, rows, width, head, w, cos, sin, eps32});
+}
+
+}  // namespace gizml::netops

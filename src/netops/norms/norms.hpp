@@ -1,0 +1,289 @@
+// The diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows"): their per-element formulas and
+// row functions, written once on the shared row type (exact/row16.hpp) for the host (16 float
+// lanes) and CUDA (a half-warp), and each op's kernel struct (core/dispatch.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "exact/hd.hpp"
+#include "exact/math.hpp"
+#include "exact/row16.hpp"
+#include "gizml/gpu.hpp"
+#include "netops/rows/rows.hpp"
+#if !defined(__CUDACC__)
+#include "exact/vec16.hpp"
+#endif
+
+namespace gizml::netops::norms {
+
+// ---- row maps --------------------------------------------------------------------------------
+
+/// A row map's entry (an integer held as F32, SPEC §1.4) as an index: the integer, or -1 when the
+/// value is not an integer >= 0 (NaN, a fraction, a negative), so that any bound rejects it.
+GIZML_HD long long mapIndex(float v) {
+  if (!(v >= 0.0f && v < 9.2e18f)) return -1;
+  const long long i = static_cast<long long>(v);
+  return static_cast<float>(i) == v ? i : -1;
+}
+
+// ---- per-element formulas ----------------------------------------------------------------------
+
+/// modulatedNorm's element: n = (x - mean) * rstd (mean = +0 for the RMS norm: x - 0 is x), then
+/// fma(n * w, 1 + scale, shift), `1 + scale` being one F32 add.
+template <class F>
+GIZML_HD F modulatedValue(F x, float mean, float rstd, F w, F scale, F shift) {
+  return exact::fmaLane(((x - mean) * rstd) * w, 1.0f + scale, shift);
+}
+
+/// gatedNormAddInto's element: fma((y * r) * w, gate, x).
+template <class F>
+GIZML_HD F gatedAddValue(F y, float r, F w, F gate, F x) {
+  return exact::fmaLane((y * r) * w, gate, x);
+}
+
+/// rsqrt(v) = 1 / sqrt(v) on each lane (IEEE division and square root: the same bits everywhere).
+GIZML_HD float rsqrtLanes(float v) { return 1.0f / sqrtf(v); }
+#if !defined(__CUDACC__)
+inline exact::f32x16 rsqrtLanes(exact::f32x16 v) {
+  float lanes[16];
+  exact::store16(lanes, v, 16);
+  for (float& l : lanes) l = rsqrtLanes(l);
+  return exact::load16(lanes, 16);
+}
+#endif
+
+/// pixelNorm of the pixels `at` stands for (16 neighbouring pixels on the host, one on a GPU) of
+/// one frame x [c, pixels] (F32 or BF16, T = float or std::uint16_t): each pixel's
+/// ss = chain over channels of x * x (acc = fma(x, x, acc) from +0, channel order), then
+/// y = x * rsqrt(ss / c + eps), SiLU when act. out may be x: a channel is read before it is written.
+template <class At, class T>
+GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, std::int64_t pixels, float eps,
+                              bool act) {
+  using F = decltype(at.load(x));
+  F ss{};
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const F v = at.load(x + ch * pixels);
+    ss = exact::fmaLane(v, v, ss);
+  }
+  const F r = rsqrtLanes(ss / static_cast<float>(c) + eps);
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    F y = at.load(x + ch * pixels) * r;
+    if (act) y = exact::siluLanes(y);
+    at.store(out + ch * pixels, y);
+  }
+}
+
+/// groupNorm's element: fma((x - mean) * rstd, w, b), SiLU when act.
+template <class F>
+GIZML_HD F groupNormValue(F x, float mean, float rstd, float w, float b, bool act) {
+  const F y = exact::fmaLane((x - mean) * rstd, exact::broadcast<F>(w), exact::broadcast<F>(b));
+  return act ? exact::siluLanes(y) : y;
+}
+
+/// HeadPrep's split-halves rotation of one pair (p, q) = (v[e], v[e + half]) with the pair's
+/// (cos, sin): v[e] = fma(p, cos, -(q * sin)), v[e + half] = fma(q, cos, p * sin).
+template <class F>
+GIZML_HD void rotatePair(F p, F q, F cos, F sin, F& first, F& second) {
+  first = exact::fmaLane(p, cos, -(q * sin));
+  second = exact::fmaLane(q, cos, p * sin);
+}
+
+// ---- the ops' kernels ----------------------------------------------------------------------------------
+
+/// The row statistics of modulatedNorm: centered, layerNorm's (mean, rstd); else (0, rmsScale).
+template <class Row>
+GIZML_HD exact::MeanRstd modulatedStats(const Row& row, const float* x, float eps, bool centered) {
+  if (centered) return exact::layerNormStats(row, x, eps);
+  return {0.0f, exact::rmsScale(row, x, eps)};
+}
+
+/// modulatedNorm(Into): row r uses modulation m = map[r] (checked before: on the host by the op,
+/// on a GPU by the kernel, which skips a row whose index is out of range).
+struct ModulatedNorm {
+  static constexpr const char* kName = "gizml::netops::modulatedNorm";
+  struct Args {
+    const float *x, *w, *shift, *scale, *map;
+    float eps;
+    bool centered;
+    std::int64_t rows, n, mods;
+    float* y;             // F32 output, or null
+    std::uint16_t* yBF16;  // BF16 output, or null
+  };
+  GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return mapIndex(a.map[r]); }
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    const float* x = a.x + r * a.n;
+    const std::int64_t m = mapped(a, r);
+    const float *shift = a.shift + m * a.n, *scale = a.scale + m * a.n;
+    const exact::MeanRstd s = modulatedStats(row, x, a.eps, a.centered);
+    row.forEach([&](const auto& at) {
+      const auto v = modulatedValue(at.load(x), s.mean, s.rstd, at.load(a.w), at.load(scale), at.load(shift));
+      if (a.yBF16) at.store(a.yBF16 + r * a.n, v);
+      else at.store(a.y + r * a.n, v);
+    });
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// gatedNormAddInto: x = fma((y * rsqrt(dot16(y, y) / n + eps)) * w, gate[map[r]], x), y BF16.
+struct GatedNormAdd {
+  static constexpr const char* kName = "gizml::netops::gatedNormAddInto";
+  struct Args {
+    float* x;
+    const std::uint16_t* y;
+    const float *w, *gate, *map;
+    float eps;
+    std::int64_t rows, n, mods;
+  };
+  GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return mapIndex(a.map[r]); }
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    const std::uint16_t* y = a.y + r * a.n;
+    float* x = a.x + r * a.n;
+    const float* gate = a.gate + mapped(a, r) * a.n;
+    const float scale = exact::rmsScale(row, y, a.eps);
+    row.forEach([&](const auto& at) {
+      at.store(x, gatedAddValue(at.load(y), scale, at.load(a.w), at.load(gate), at.load(x)));
+    });
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// pixelNormInto: a column op (the reduction runs over channels, stride = pixels), not a row op;
+/// the host's 16 lanes are 16 neighbouring pixels, each its own chain; a GPU thread is a pixel.
+struct PixelNorm {
+  static constexpr const char* kName = "gizml::netops::pixelNormInto";
+  struct Args {
+    const void* x;
+    void* out;
+    bool bf16;  // x and out BF16, else F32
+    std::int64_t frames, c, pixels;
+    float eps;
+    bool act;
+  };
+  template <class At>
+  GIZML_HD static void pixels(const At& at, const Args& a, std::int64_t frame) {
+    const std::int64_t base = frame * a.c * a.pixels;
+    if (a.bf16)
+      pixelNormPixels(at, static_cast<const std::uint16_t*>(a.x) + base, static_cast<std::uint16_t*>(a.out) + base,
+                      a.c, a.pixels, a.eps, a.act);
+    else
+      pixelNormPixels(at, static_cast<const float*>(a.x) + base, static_cast<float*>(a.out) + base, a.c, a.pixels,
+                      a.eps, a.act);
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// rowNormRopeInto: BF16 rows at v, row r at v + r stride, normalised as rmsNorm over the whole
+/// width, then each head's halves rotated with pair j = h head / 2 + e of the row's cos / sin
+/// [rows, width / 2], stored back as BF16. A head's halves are two contiguous runs of head / 2.
+struct RowNormRope {
+  static constexpr const char* kName = "gizml::netops::rowNormRopeInto";
+  struct Args {
+    std::uint16_t* v;
+    std::int64_t stride, rows, n, head;  // n = width
+    const float *w, *cos, *sin;
+    float eps;
+  };
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    std::uint16_t* v = a.v + r * a.stride;
+    const float scale = exact::rmsScale(row, v, a.eps);
+    const std::int64_t half = a.head / 2;
+    const Row halves = row.ofLength(half);
+    for (std::int64_t h = 0; h < a.n / a.head; ++h) {
+      std::uint16_t *first = v + h * a.head, *second = first + half;
+      const float *w = a.w + h * a.head, *cos = a.cos + r * (a.n / 2) + h * half, *sin = a.sin + r * (a.n / 2) + h * half;
+      halves.forEach([&](const auto& at) {
+        const auto p = rows::rmsNormValue(at.load(first), scale, at.load(w));
+        const auto q = rows::rmsNormValue(at.load(second), scale, at.load(w + half));
+        auto outFirst = p, outSecond = q;
+        rotatePair(p, q, at.load(cos), at.load(sin), outFirst, outSecond);
+        at.store(first, outFirst);
+        at.store(second, outSecond);
+      });
+    }
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// The public GROUP_SLICES (gizml/netops/norms.hpp): a group's values are cut into this many slices.
+constexpr std::int64_t kGroupSlices = 16;
+
+/// groupNorm, first pass: group g's values (L = (c / groups) S, contiguous) cut into kGroupSlices
+/// slices of ceil(L / kGroupSlices) (the last ones shorter or empty); row s = g kGroupSlices + k
+/// is slice k of group g, and gives partial[2 s] = sum16(x), partial[2 s + 1] = dot16(x, x) in F32.
+struct GroupNormSlices {
+  static constexpr const char* kName = "gizml::netops::groupNorm";
+  struct Args {
+    const float* x;
+    std::int64_t rows, n;  // groups kGroupSlices, the slice length
+    std::int64_t groupLength;
+    float* partial;
+  };
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t s) {
+    const std::int64_t start = (s % kGroupSlices) * a.n, rest = a.groupLength - start;
+    const float* x = a.x + (s / kGroupSlices) * a.groupLength + start;
+    float sums[2];  // an empty slice gives +0, +0
+    row.ofLength(rest < 0 ? 0 : rest < a.n ? rest : a.n).reduce(sums, [&](const auto& at, auto& acc) {
+      const auto v = at.load(x);
+      acc[0] = acc[0] + v;
+      acc[1] = exact::fmaLane(v, v, acc[1]);
+    });
+    if (row.leader()) {
+      a.partial[2 * s] = sums[0];
+      a.partial[2 * s + 1] = sums[1];
+    }
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// A group's statistics from its slices' partial sums: S1, S2 added as f64 in slice order;
+/// mean = S1 / L, var = max(S2 / L - mean², 0) (a NaN stays NaN), in f64; then F32(mean) and
+/// F32(1 / sqrt(var + eps)).
+GIZML_HD exact::MeanRstd groupStats(const float* partial, std::int64_t length, float eps) {
+  double s1 = 0.0, s2 = 0.0;
+  for (std::int64_t k = 0; k < kGroupSlices; ++k) {
+    s1 += static_cast<double>(partial[2 * k]);
+    s2 += static_cast<double>(partial[2 * k + 1]);
+  }
+  const double mean = s1 / static_cast<double>(length), spread = s2 / static_cast<double>(length) - mean * mean;
+  const double var = spread < 0.0 ? 0.0 : spread;
+  return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)))};
+}
+
+/// groupNorm, second pass: a channel a row, y = groupNormValue with its group's statistics
+/// (each channel adds its group's 16 partial sums again: the same f64 steps, the same bits).
+struct GroupNorm {
+  static constexpr const char* kName = "gizml::netops::groupNorm";
+  struct Args {
+    const float *x, *w, *b, *partial;
+    float eps;
+    bool act;
+    std::int64_t rows, n;  // c, S
+    std::int64_t perGroup;  // channels a group
+    float* y;              // F32 output, or null
+    std::uint16_t* yBF16;  // BF16 output, or null
+  };
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t ch) {
+    const std::int64_t g = ch / a.perGroup;
+    const exact::MeanRstd s = groupStats(a.partial + 2 * kGroupSlices * g, a.perGroup * a.n, a.eps);
+    const float* x = a.x + ch * a.n;
+    row.forEach([&](const auto& at) {
+      const auto y = groupNormValue(at.load(x), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
+      if (a.yBF16) at.store(a.yBF16 + ch * a.n, y);
+      else at.store(a.y + ch * a.n, y);
+    });
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+}  // namespace gizml::netops::norms

@@ -1,0 +1,476 @@
+// The diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows") beyond the registry's checks
+// (tests/registry/norms_cases.cpp): accuracy against float64, how they compose with the row ops,
+// bad input (outputs untouched) and bad row maps on a GPU. PyTorch's values are not here yet: the
+// float64 formulas are the anchor.
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "exact/math.hpp"
+#include "support/preamble.hpp"
+
+namespace {
+
+struct NormCase {
+  std::int64_t rows, n;
+  std::string name() const { return "[" + std::to_string(rows) + ", " + std::to_string(n) + "]"; }
+};
+const NormCase kCases[] = {{1, 1}, {3, 2}, {2, 15}, {3, 16}, {4, 17}, {3, 255}, {5, 257}, {2, 4097}};
+constexpr std::int64_t kMods = 3;
+
+std::vector<float> mapOf(Key key, std::int64_t rows) {
+  std::vector<float> map;
+  for (std::int64_t m : randomLabels(key, rows, kMods)) map.push_back(static_cast<float>(m));
+  return map;
+}
+
+/// A row's norm in float64: x * rsqrt(mean((x - mu)^2) + eps), mu = mean(x) when centered, else 0.
+std::vector<double> normalized64(const float* x, std::int64_t n, double eps, bool centered) {
+  double mu = 0, ss = 0;
+  if (centered) {
+    for (std::int64_t i = 0; i < n; ++i) mu += x[i];
+    mu /= n;
+  }
+  for (std::int64_t i = 0; i < n; ++i) ss += (x[i] - mu) * (x[i] - mu);
+  const double r = 1.0 / std::sqrt(ss / n + eps);
+  std::vector<double> out(n);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] - mu) * r;
+  return out;
+}
+
+std::vector<float> roundedToBF16(std::vector<float> v) {
+  for (float& f : v) f = gizml::bf16ToFloat(gizml::floatToBF16(f));
+  return v;
+}
+
+/// Every value of a tensor equal to `sentinel` (an output an op must not have touched).
+bool allEqual(const Tensor& t, float sentinel) {
+  const auto v = t.toFloats();
+  return std::all_of(v.begin(), v.end(), [&](float f) { return f == sentinel; });
+}
+
+}  // namespace
+
+// ---- modulatedNorm --------------------------------------------------------------------------------------
+
+TEST(ModulatedNorm, AccuracyAgainstFloat64) {
+  // AdaLN's norm(x) * (1 + scale) + shift in float64. Bound: 1e-5 (|n w (1 + scale)| + |n w| + |shift|)
+  // + 1e-6 (dot16 in 16 lanes, the centered mean's cancellation, then four roundings); measured
+  // worst 0.044 of it.
+  for (bool centered : {false, true})
+    for (const auto& c : kCases) {
+      SCOPED_TRACE(c.name() + (centered ? " centered" : " rms"));
+      auto x = randomFloats(Key{90, static_cast<std::uint32_t>(c.n)}, c.rows * c.n, 2.0f, 0.5f);
+      auto w = randomFloats(Key{91, 0}, c.n), shift = randomFloats(Key{92, 0}, kMods * c.n, 0.5f);
+      auto scale = randomFloats(Key{93, 0}, kMods * c.n, 0.5f);
+      auto map = mapOf(Key{94, 0}, c.rows);
+      auto y = netops::modulatedNorm(host(x, {c.rows, c.n}), host(w, {c.n}), host(shift, {kMods, c.n}),
+                                     host(scale, {kMods, c.n}), host(map, {c.rows}), 1e-6, centered)
+                   .toVector<float>();
+      double worst = 0;
+      for (std::int64_t r = 0; r < c.rows; ++r) {
+        const auto n64 = normalized64(x.data() + r * c.n, c.n, static_cast<double>(1e-6f), centered);
+        const std::int64_t m = static_cast<std::int64_t>(map[r]);
+        for (std::int64_t i = 0; i < c.n; ++i) {
+          const double nw = n64[i] * w[i], s = scale[m * c.n + i], b = shift[m * c.n + i];
+          const double want = nw * (1.0 + s) + b;
+          const double bound = 1e-5 * (std::fabs(nw * (1.0 + s)) + std::fabs(nw) + std::fabs(b)) + 1e-6;
+          worst = std::max(worst, std::fabs(y[r * c.n + i] - want) / bound);
+        }
+      }
+      EXPECT_LE(worst, 1.0) << "worst error / bound";
+    }
+}
+
+TEST(ModulatedNorm, IsTheRowNormThenOneFma) {
+  // RMS: rmsNorm's y is (x * s) * w, the SPEC's n * w; centered with w = 1: layerNorm's y with
+  // weight 1 and bias +0 is fma(d * rstd, 1, +0) = n (no -0 here). Then fma(., F32(1 + scale), shift).
+  const std::int64_t rows = 5, n = 257;
+  auto x = randomFloats(Key{95, 0}, rows * n, 2.0f, 0.5f), w = randomFloats(Key{96, 0}, n);
+  auto shift = randomFloats(Key{97, 0}, kMods * n), scale = randomFloats(Key{98, 0}, kMods * n);
+  auto map = mapOf(Key{99, 0}, rows);
+  const std::vector<float> ones(n, 1.0f), zeros(n, 0.0f);
+  for (bool centered : {false, true}) {
+    SCOPED_TRACE(centered ? "centered" : "rms");
+    const auto& weight = centered ? ones : w;
+    auto y = netops::modulatedNorm(host(x, {rows, n}), host(weight, {n}), host(shift, {kMods, n}),
+                                   host(scale, {kMods, n}), host(map, {rows}), 1e-6, centered)
+                 .toVector<float>();
+    auto nw = centered ? netops::layerNorm(host(x, {rows, n}), host(ones, {n}), host(zeros, {n}), 1e-6).y.toVector<float>()
+                       : netops::rmsNorm(host(x, {rows, n}), host(w, {n}), 1e-6).y.toVector<float>();
+    std::vector<float> want(rows * n);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t m = static_cast<std::int64_t>(map[r]);
+        const float onePlusScale = 1.0f + scale[m * n + i];
+        want[r * n + i] = std::fma(nw[r * n + i], onePlusScale, shift[m * n + i]);
+      }
+    EXPECT_TRUE(sameBits(y, want));
+  }
+}
+
+TEST(ModulatedNorm, OnePlusScaleIsOneF32Add) {
+  // scale = 2^-25 vanishes in F32's 1 + scale: y = fma(n w, 1, shift), not n w (1 + 2^-25) + shift.
+  const std::int64_t n = 16;
+  auto x = randomFloats(Key{100, 0}, n);
+  const std::vector<float> w(n, 1.0f), shift(n, 0.0f), scale(n, std::ldexp(1.0f, -25));
+  auto y = netops::modulatedNorm(host(x, {1, n}), host(w, {n}), host(shift, {1, n}), host(scale, {1, n}),
+                                 host({0}, {1}), 1e-6, false)
+               .toVector<float>();
+  auto plain = netops::rmsNorm(host(x, {1, n}), host(w, {n}), 1e-6).y.toVector<float>();
+  EXPECT_TRUE(sameBits(y, plain));
+}
+
+TEST(ModulatedNorm, IntoBF16IsTheF32ResultRounded) {
+  const std::int64_t rows = 4, n = 33;
+  Tensor x = host(withSpecials(Key{101, 0}, rows * n), {rows, n}), w = host(randomFloats(Key{102, 0}, n), {n});
+  Tensor shift = host(randomFloats(Key{103, 0}, 2 * n), {2, n}), scale = host(randomFloats(Key{104, 0}, 2 * n), {2, n});
+  Tensor map = host({1, 0, 1, 1}, {rows});
+  Tensor y = Tensor::empty({rows, n}, DType::BF16);
+  netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, true, y);
+  EXPECT_TRUE(sameBits(y.toFloats(), netops::modulatedNorm(x, w, shift, scale, map, 1e-6, true).to(DType::BF16).toFloats()));
+}
+
+TEST(ModulatedNorm, BadInput) {
+  const char* fn = "gizml::netops::modulatedNorm";
+  const char* into = "gizml::netops::modulatedNormInto";
+  Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}), w = host(randomFloats(Key{2, 2}, 4), {4});
+  Tensor shift = host(randomFloats(Key{3, 3}, 8), {2, 4}), scale = host(randomFloats(Key{4, 4}, 8), {2, 4});
+  Tensor map = host({0, 1, 1}, {3});
+  auto call = [&](const Tensor& xx, const Tensor& ww, const Tensor& sh, const Tensor& sc, const Tensor& mm, double eps) {
+    return [=] { netops::modulatedNorm(xx, ww, sh, sc, mm, eps, false); };
+  };
+  expectThrowsNaming(call(Tensor(), w, shift, scale, map, 1e-6), fn, "x");
+  expectThrowsNaming(call(x.to(DType::BF16), w, shift, scale, map, 1e-6), fn, "x");
+  expectThrowsNaming(call(host(randomFloats(Key{1, 1}, 12), {12}), w, shift, scale, map, 1e-6), fn, "x");
+  expectThrowsNaming(call(Tensor::empty({3, 0}), host({}, {0}), Tensor::empty({2, 0}), Tensor::empty({2, 0}), map, 1e-6), fn, "x");
+  expectThrowsNaming(call(x, host({1, 2, 3}, {3}), shift, scale, map, 1e-6), fn, "w");
+  expectThrowsNaming(call(x, w, host(randomFloats(Key{5, 5}, 6), {2, 3}), scale, map, 1e-6), fn, "shift");
+  expectThrowsNaming(call(x, w, Tensor::empty({0, 4}), Tensor::empty({0, 4}), map, 1e-6), fn, "shift");
+  expectThrowsNaming(call(x, w, shift, host(randomFloats(Key{5, 5}, 12), {3, 4}), map, 1e-6), fn, "scale");
+  expectThrowsNaming(call(x, w, shift, scale.to(DType::BF16), map, 1e-6), fn, "scale");
+  expectThrowsNaming(call(x, w, shift, scale, host({0, 1}, {2}), 1e-6), fn, "map");
+  expectThrowsNaming(call(x, w, shift, scale, Tensor(), 1e-6), fn, "map");
+  expectThrowsNaming(call(x, w, shift, scale, map, -1.0), fn, "eps");
+  expectThrowsNaming(call(x, w, shift, scale, map, std::nan("")), fn, "eps");
+  // Bad map entries (2 is past mods = 2; a fraction; a negative; NaN), and bad outputs: y untouched.
+  for (float bad : {2.0f, 0.5f, -1.0f, kNaN}) {
+    SCOPED_TRACE("map entry " + std::to_string(bad));
+    Tensor y = host(std::vector<float>(12, 7.0f), {3, 4});
+    expectThrowsNaming([&] { netops::modulatedNormInto(x, w, shift, scale, host({0, bad, 1}, {3}), 1e-6, true, y); },
+                       into, "map");
+    EXPECT_TRUE(allEqual(y, 7.0f));
+    expectThrowsNaming(call(x, w, shift, scale, host({0, 1, bad}, {3}), 1e-6), fn, "map");
+  }
+  Tensor wrongShape = host(std::vector<float>(8, 7.0f), {2, 4});
+  expectThrowsNaming([&] { netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, false, wrongShape); }, into, "y");
+  EXPECT_TRUE(allEqual(wrongShape, 7.0f));
+  Tensor f16 = host(std::vector<float>(12, 7.0f), {3, 4}).to(DType::F16);
+  expectThrowsNaming([&] { netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, false, f16); }, into, "y");
+  EXPECT_TRUE(allEqual(f16, 7.0f));
+  expectThrowsNaming([&] { netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, false, Tensor()); }, into, "y");
+}
+
+TEST(ModulatedNormCuda, BadMapSetsTheDeviceErrorFlag) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}).to(gpu), w = host(randomFloats(Key{2, 2}, 4), {4}).to(gpu);
+  Tensor shift = host(randomFloats(Key{3, 3}, 8), {2, 4}).to(gpu), scale = host(randomFloats(Key{4, 4}, 8), {2, 4}).to(gpu);
+  for (float bad : {2.0f, 0.5f, -1.0f, kNaN}) {
+    SCOPED_TRACE("map entry " + std::to_string(bad));
+    Tensor map = host({0, bad, 1}, {3}).to(gpu);
+    expectThrowsNaming([&] { netops::modulatedNorm(x, w, shift, scale, map, 1e-6, false).toFloats(); },
+                       "gizml::netops::modulatedNorm", "map");
+  }
+  // The flag is cleared once reported: a good map runs.
+  EXPECT_NO_THROW(netops::modulatedNorm(x, w, shift, scale, host({0, 1, 1}, {3}).to(gpu), 1e-6, false).toFloats());
+}
+
+// ---- gatedNormAddInto ------------------------------------------------------------------------------------
+
+TEST(GatedNormAdd, AccuracyAgainstFloat64) {
+  // x + y rsqrt(mean(y^2) + eps) w gate in float64; bound 1e-5 (|y r w gate| + |x|) + 1e-7,
+  // measured worst 0.025 of it.
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name());
+    auto x = randomFloats(Key{110, static_cast<std::uint32_t>(c.n)}, c.rows * c.n);
+    auto y = roundedToBF16(randomFloats(Key{111, static_cast<std::uint32_t>(c.n)}, c.rows * c.n, 2.0f, 0.5f));
+    auto w = randomFloats(Key{112, 0}, c.n), gate = randomFloats(Key{113, 0}, kMods * c.n);
+    auto map = mapOf(Key{114, 0}, c.rows);
+    Tensor out = host(x, {c.rows, c.n});
+    netops::gatedNormAddInto(out, host(y, {c.rows, c.n}).to(DType::BF16), host(w, {c.n}), host(gate, {kMods, c.n}),
+                             host(map, {c.rows}), 1e-6);
+    const auto got = out.toVector<float>();
+    double worst = 0;
+    for (std::int64_t r = 0; r < c.rows; ++r) {
+      const auto n64 = normalized64(y.data() + r * c.n, c.n, static_cast<double>(1e-6f), false);
+      const std::int64_t m = static_cast<std::int64_t>(map[r]);
+      for (std::int64_t i = 0; i < c.n; ++i) {
+        const double add = n64[i] * w[i] * gate[m * c.n + i], want = x[r * c.n + i] + add;
+        const double bound = 1e-5 * (std::fabs(add) + std::fabs(x[r * c.n + i])) + 1e-7;
+        worst = std::max(worst, std::fabs(got[r * c.n + i] - want) / bound);
+      }
+    }
+    EXPECT_LE(worst, 1.0) << "worst error / bound";
+  }
+}
+
+TEST(GatedNormAdd, BadInput) {
+  const char* fn = "gizml::netops::gatedNormAddInto";
+  Tensor x = host(std::vector<float>(12, 7.0f), {3, 4});
+  Tensor y = host(randomFloats(Key{1, 1}, 12), {3, 4}).to(DType::BF16), w = host(randomFloats(Key{2, 2}, 4), {4});
+  Tensor gate = host(randomFloats(Key{3, 3}, 8), {2, 4}), map = host({0, 1, 1}, {3});
+  expectThrowsNaming([&] { netops::gatedNormAddInto(Tensor(), y, w, gate, map, 1e-6); }, fn, "x");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x.to(DType::BF16), y, w, gate, map, 1e-6); }, fn, "x");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y.to(DType::F32), w, gate, map, 1e-6); }, fn, "y");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, host(randomFloats(Key{1, 1}, 8), {2, 4}).to(DType::BF16), w, gate, map, 1e-6); }, fn, "y");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, host({1, 2}, {2}), gate, map, 1e-6); }, fn, "w");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, host({1, 2, 3, 4}, {1, 4}).to(DType::BF16), map, 1e-6); }, fn, "gate");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, host({1, 2, 3}, {1, 3}), map, 1e-6); }, fn, "gate");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, 1}, {2}), 1e-6); }, fn, "map");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, map, -1.0); }, fn, "eps");
+  for (float bad : {2.0f, 0.5f, -1.0f, kNaN})
+    expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, 1, bad}, {3}), 1e-6); }, fn, "map");
+  EXPECT_TRUE(allEqual(x, 7.0f)) << "x must be untouched";
+}
+
+TEST(GatedNormAddCuda, BadMapSetsTheDeviceErrorFlag) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}).to(gpu);
+  Tensor y = host(randomFloats(Key{1, 2}, 12), {3, 4}).to(DType::BF16).to(gpu), w = host(randomFloats(Key{2, 2}, 4), {4}).to(gpu);
+  Tensor gate = host(randomFloats(Key{3, 3}, 8), {2, 4}).to(gpu);
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, 7, 1}, {3}).to(gpu), 1e-6); x.toFloats(); },
+                     "gizml::netops::gatedNormAddInto", "map");
+}
+
+// ---- pixelNormInto -----------------------------------------------------------------------------------------
+
+TEST(PixelNorm, AccuracyAgainstFloat64) {
+  // PyTorch's pixel norm, x * rsqrt(mean over channels of x^2 + 1e-8), then SiLU, in float64.
+  // Bound 1e-5 |y64| + 1e-7 (a chain of positive terms, four roundings, SiLU within a few ulp);
+  // measured worst 0.054 of it.
+  struct Shape {
+    std::int64_t frames, c, pixels;
+  };
+  for (const Shape& s : {Shape{1, 1, 3}, Shape{2, 3, 17}, Shape{1, 16, 33}, Shape{3, 77, 40}, Shape{1, 512, 20}})
+    for (bool act : {false, true}) {
+      SCOPED_TRACE("[" + std::to_string(s.frames) + ", " + std::to_string(s.c) + ", " + std::to_string(s.pixels) + "]" +
+                   (act ? " silu" : ""));
+      const std::int64_t count = s.frames * s.c * s.pixels;
+      auto x = randomFloats(Key{130, static_cast<std::uint32_t>(count)}, count, 2.0f, 0.25f);
+      Tensor out = Tensor::empty({s.frames, s.c, s.pixels});
+      netops::pixelNormInto(host(x, {s.frames, s.c, s.pixels}), 1e-8, act, out);
+      const auto y = out.toVector<float>();
+      double worst = 0;
+      for (std::int64_t f = 0; f < s.frames; ++f)
+        for (std::int64_t p = 0; p < s.pixels; ++p) {
+          double ss = 0;
+          for (std::int64_t ch = 0; ch < s.c; ++ch) ss += std::pow(static_cast<double>(x[(f * s.c + ch) * s.pixels + p]), 2);
+          const double r = 1.0 / std::sqrt(ss / s.c + static_cast<double>(1e-8f));
+          for (std::int64_t ch = 0; ch < s.c; ++ch) {
+            const std::int64_t i = (f * s.c + ch) * s.pixels + p;
+            double want = x[i] * r;
+            if (act) want = want / (1.0 + std::exp(-want));
+            worst = std::max(worst, std::fabs(y[i] - want) / (1e-5 * std::fabs(want) + 1e-7));
+          }
+        }
+      EXPECT_LE(worst, 1.0) << "worst error / bound";
+    }
+}
+
+TEST(PixelNorm, SiluAfterTheNormAndInPlace) {
+  const std::int64_t frames = 2, c = 5, pixels = 37, count = frames * c * pixels;
+  const auto x = withSpecials(Key{131, 0}, count);
+  Tensor plain = Tensor::empty({frames, c, pixels}), activated = Tensor::empty({frames, c, pixels});
+  netops::pixelNormInto(host(x, {frames, c, pixels}), 1e-8, false, plain);
+  netops::pixelNormInto(host(x, {frames, c, pixels}), 1e-8, true, activated);
+  auto want = plain.toVector<float>();
+  for (float& v : want) v = gizml::exact::silu(v);
+  EXPECT_TRUE(sameBits(activated.toVector<float>(), want));
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(gizml::dtypeName(dtype));
+    // SiLU runs on the F32 value; BF16 rounds once, as it is stored. out = x gives the same.
+    Tensor in = host(x, {frames, c, pixels}).to(dtype), out = Tensor::empty(in.shape(), dtype);
+    netops::pixelNormInto(in, 1e-8, true, out);
+    Tensor f32 = Tensor::empty(in.shape());
+    netops::pixelNormInto(in.to(DType::F32), 1e-8, true, f32);
+    EXPECT_TRUE(sameBits(out.toFloats(), f32.to(dtype).toFloats()));
+    Tensor same = in.clone();
+    netops::pixelNormInto(same, 1e-8, true, same);
+    EXPECT_TRUE(sameBits(same.toFloats(), out.toFloats())) << "out = x";
+  }
+}
+
+TEST(PixelNorm, BadInput) {
+  const char* fn = "gizml::netops::pixelNormInto";
+  Tensor x = host(randomFloats(Key{1, 1}, 24), {2, 3, 4});
+  Tensor out = host(std::vector<float>(24, 7.0f), {2, 3, 4});
+  expectThrowsNaming([&] { netops::pixelNormInto(Tensor(), 1e-8, false, out); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNormInto(x.to(DType::F16), 1e-8, false, out); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNormInto(host(randomFloats(Key{1, 1}, 24), {6, 4}), 1e-8, false, out); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNormInto(Tensor::empty({2, 0, 4}), 1e-8, false, Tensor::empty({2, 0, 4})); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNormInto(x, 1e-8, false, Tensor()); }, fn, "out");
+  expectThrowsNaming([&] { netops::pixelNormInto(x.to(DType::BF16), 1e-8, false, out); }, fn, "out");
+  expectThrowsNaming([&] { netops::pixelNormInto(x, 1e-8, false, host(std::vector<float>(24, 7.0f), {2, 4, 3})); }, fn, "out");
+  expectThrowsNaming([&] { netops::pixelNormInto(x, -1.0, false, out); }, fn, "eps");
+  expectThrowsNaming([&] { netops::pixelNormInto(x, std::nan(""), true, out); }, fn, "eps");
+  EXPECT_TRUE(allEqual(out, 7.0f)) << "out must be untouched";
+}
+
+// ---- groupNorm -------------------------------------------------------------------------------------------
+
+TEST(GroupNorm, AccuracyAgainstFloat64) {
+  // F.group_norm(x, groups, w, b, eps) then SiLU, in float64 (two-pass mean and variance).
+  // Bound 1e-5 (|xhat w| + |b|) + 1e-6 on F32 outputs; measured worst 0.023 of it.
+  struct Shape {
+    std::int64_t c, spatial, groups;
+  };
+  for (const Shape& s : {Shape{4, 5, 2}, Shape{32, 17, 32}, Shape{64, 81, 32}, Shape{16, 1000, 4}, Shape{12, 1, 3}})
+    for (bool act : {false, true}) {
+      SCOPED_TRACE("c " + std::to_string(s.c) + " S " + std::to_string(s.spatial) + " groups " + std::to_string(s.groups) +
+                   (act ? " silu" : ""));
+      const std::int64_t count = s.c * s.spatial, length = count / s.groups;
+      auto x = randomFloats(Key{150, static_cast<std::uint32_t>(count)}, count, 2.0f, 0.5f);
+      auto w = randomFloats(Key{151, 0}, s.c), b = randomFloats(Key{152, 0}, s.c);
+      auto y = netops::groupNorm(host(x, {s.c, s.spatial}), s.groups, host(w, {s.c}), host(b, {s.c}), 1e-5, act, DType::F32)
+                   .toVector<float>();
+      double worst = 0;
+      for (std::int64_t g = 0; g < s.groups; ++g) {
+        double mean = 0, var = 0;
+        for (std::int64_t i = 0; i < length; ++i) mean += x[g * length + i];
+        mean /= length;
+        for (std::int64_t i = 0; i < length; ++i) var += std::pow(x[g * length + i] - mean, 2);
+        var /= length;
+        for (std::int64_t i = 0; i < length; ++i) {
+          const std::int64_t ch = (g * length + i) / s.spatial;
+          const double xhat = (x[g * length + i] - mean) / std::sqrt(var + static_cast<double>(1e-5f));
+          double want = xhat * w[ch] + b[ch];
+          const double bound = 1e-5 * (std::fabs(xhat * w[ch]) + std::fabs(b[ch])) + 1e-6;
+          if (act) want = want / (1.0 + std::exp(-want));
+          worst = std::max(worst, std::fabs(y[g * length + i] - want) / bound);
+        }
+      }
+      EXPECT_LE(worst, 1.0) << "worst error / bound";
+    }
+}
+
+TEST(GroupNorm, BF16IsTheF32ResultRounded) {
+  auto x = randomFloats(Key{153, 0}, 8 * 37);
+  auto w = randomFloats(Key{154, 0}, 8), b = randomFloats(Key{155, 0}, 8);
+  auto f32 = netops::groupNorm(host(x, {8, 37}), 4, host(w, {8}), host(b, {8}), 1e-5, true, DType::F32);
+  auto bf16 = netops::groupNorm(host(x, {8, 37}), 4, host(w, {8}), host(b, {8}), 1e-5, true, DType::BF16);
+  EXPECT_EQ(bf16.dtype(), DType::BF16);
+  EXPECT_TRUE(sameBits(bf16.toFloats(), f32.to(DType::BF16).toFloats()));
+}
+
+TEST(GroupNorm, BadInput) {
+  const char* fn = "gizml::netops::groupNorm";
+  Tensor x = host(randomFloats(Key{1, 1}, 24), {4, 6});
+  Tensor w = host(randomFloats(Key{2, 2}, 4), {4}), b = host(randomFloats(Key{3, 3}, 4), {4});
+  expectThrowsNaming([&] { netops::groupNorm(Tensor(), 2, w, b, 1e-5, false, DType::F32); }, fn, "x");
+  expectThrowsNaming([&] { netops::groupNorm(x.to(DType::BF16), 2, w, b, 1e-5, false, DType::F32); }, fn, "x");
+  expectThrowsNaming([&] { netops::groupNorm(x, 0, w, b, 1e-5, false, DType::F32); }, fn, "groups");
+  expectThrowsNaming([&] { netops::groupNorm(x, 3, w, b, 1e-5, false, DType::F32); }, fn, "groups");
+  expectThrowsNaming([&] { netops::groupNorm(x, -2, w, b, 1e-5, false, DType::F32); }, fn, "groups");
+  expectThrowsNaming([&] { netops::groupNorm(x, 2, host({1, 2}, {2}), b, 1e-5, false, DType::F32); }, fn, "w");
+  expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b.to(DType::BF16), 1e-5, false, DType::F32); }, fn, "b");
+  expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, -1.0, false, DType::F32); }, fn, "eps");
+  expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, 1e-5, false, DType::F16); }, fn, "dtype");
+}
+
+// ---- rowNormRopeInto -----------------------------------------------------------------------------------
+
+namespace {
+struct RopeInputs {
+  std::int64_t rows, width, head, stride;
+  std::vector<std::uint16_t> v;  // BF16 bits [rows, stride]
+  std::vector<float> w, cos, sin;
+  RopeInputs(std::int64_t rows_, std::int64_t width_, std::int64_t head_, std::int64_t stride_, std::uint32_t seed)
+      : rows(rows_), width(width_), head(head_), stride(stride_) {
+    for (float f : randomFloats(Key{170, seed}, rows * stride, 2.0f, 0.25f)) v.push_back(gizml::floatToBF16(f));
+    w = randomFloats(Key{171, seed}, width);
+    // cos / sin of real angles, as a rotary table holds them.
+    for (float a : randomFloats(Key{172, seed}, rows * width / 2, 3.0f)) {
+      cos.push_back(static_cast<float>(std::cos(a)));
+      sin.push_back(static_cast<float>(std::sin(a)));
+    }
+  }
+  void run(std::vector<std::uint16_t>& rowsBits) const {
+    netops::rowNormRopeInto(gizml::Gpu::host(), rowsBits.data(), stride, rows, width, head, w.data(), 1e-6, cos.data(),
+                            sin.data());
+  }
+};
+}  // namespace
+
+TEST(RowNormRope, AccuracyAgainstFloat64) {
+  // The float64 norm and rotation, then BF16's one rounding: bound 2^-8 |y64| (half a BF16 ulp,
+  // the most it can be relative to the value: 8 significant bits) + 1e-5 (the four products' sizes)
+  // + 1e-6 for the F32 steps. BF16's rounding fills it: measured worst 0.96.
+  for (auto [rows, width, head] : {std::tuple{3, 8, 4}, std::tuple{2, 24, 6}, std::tuple{4, 256, 128}, std::tuple{2, 34, 34}}) {
+    SCOPED_TRACE("width " + std::to_string(width) + " head " + std::to_string(head));
+    const RopeInputs in(rows, width, head, width + 3, static_cast<std::uint32_t>(width));
+    auto v = in.v;
+    in.run(v);
+    double worst = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::vector<double> x(width);
+      double ss = 0;
+      for (std::int64_t i = 0; i < width; ++i) ss += std::pow(x[i] = gizml::bf16ToFloat(in.v[r * in.stride + i]), 2);
+      const double scale = 1.0 / std::sqrt(ss / width + static_cast<double>(1e-6f));
+      const std::int64_t half = head / 2;
+      for (std::int64_t h = 0; h < width / head; ++h)
+        for (std::int64_t e = 0; e < half; ++e) {
+          const std::int64_t a = h * head + e, j = r * (width / 2) + h * half + e;
+          const double p = x[a] * scale * in.w[a], q = x[a + half] * scale * in.w[a + half];
+          const double slack = 1e-5 * (std::fabs(p * in.cos[j]) + std::fabs(q * in.sin[j]) + std::fabs(q * in.cos[j]) +
+                                       std::fabs(p * in.sin[j])) + 1e-6;
+          for (auto [at, want] : {std::pair{a, p * in.cos[j] - q * in.sin[j]}, std::pair{a + half, q * in.cos[j] + p * in.sin[j]}}) {
+            const double got = gizml::bf16ToFloat(v[r * in.stride + at]);
+            worst = std::max(worst, std::fabs(got - want) / (std::ldexp(std::fabs(want), -8) + slack));
+          }
+        }
+      for (std::int64_t i = width; i < in.stride; ++i) EXPECT_EQ(v[r * in.stride + i], in.v[r * in.stride + i]) << "past width";
+    }
+    EXPECT_LE(worst, 1.0) << "worst error / bound";
+  }
+}
+
+TEST(RowNormRope, NormIsRmsNorm) {
+  // With cos = 1 and sin = +0 the rotation keeps each value (fma(p, 1, -(q * 0)) = p for p != 0):
+  // the result is rmsNorm's y over the whole row, rounded to BF16.
+  RopeInputs in(3, 64, 16, 64, 7);
+  std::fill(in.cos.begin(), in.cos.end(), 1.0f);
+  std::fill(in.sin.begin(), in.sin.end(), 0.0f);
+  auto v = in.v;
+  in.run(v);
+  std::vector<float> x;
+  for (std::uint16_t b : in.v) x.push_back(gizml::bf16ToFloat(b));
+  std::vector<float> got;
+  for (std::uint16_t b : v) got.push_back(gizml::bf16ToFloat(b));
+  EXPECT_TRUE(sameBits(got, netops::rmsNorm(host(x, {3, 64}), host(in.w, {64}), 1e-6).y.to(DType::BF16).toFloats()));
+}
+
+TEST(RowNormRope, BadInput) {
+  const char* fn = "gizml::netops::rowNormRopeInto";
+  RopeInputs in(2, 8, 4, 10, 1);
+  auto v = in.v;
+  const auto g = gizml::Gpu::host();
+  auto call = [&](std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width, std::int64_t head,
+                  const float* w, double eps, const float* cos, const float* sin) {
+    return [=] { netops::rowNormRopeInto(g, at, stride, rows, width, head, w, eps, cos, sin); };
+  };
+  const float *w = in.w.data(), *c = in.cos.data(), *s = in.sin.data();
+  expectThrowsNaming(call(nullptr, 10, 2, 8, 4, w, 1e-6, c, s), fn, "at");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, nullptr, 1e-6, c, s), fn, "w");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, 1e-6, nullptr, s), fn, "cos");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, 1e-6, c, nullptr), fn, "sin");
+  expectThrowsNaming(call(v.data(), 7, 2, 8, 4, w, 1e-6, c, s), fn, "stride");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 3, w, 1e-6, c, s), fn, "head");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 0, w, 1e-6, c, s), fn, "head");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 6, w, 1e-6, c, s), fn, "width");
+  expectThrowsNaming(call(v.data(), 10, -1, 8, 4, w, 1e-6, c, s), fn, "rows");
+  expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, -1.0, c, s), fn, "eps");
+  EXPECT_EQ(v, in.v) << "the rows must be untouched";
+}
