@@ -8,4 +8,5 @@
 #include "gizml/netops/conv.hpp"
 #include "gizml/netops/gemm.hpp"
 #include "gizml/netops/pool.hpp"
+#include "gizml/netops/quant.hpp"
 #include "gizml/netops/rows.hpp"

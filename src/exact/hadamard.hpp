@@ -1,0 +1,118 @@
+// The regular Hadamard transform of 256 values (SPEC §3 "Diffusion norms and 8-bit rows") and a
+// row's max |value|, written once for both forms of the shared row type (exact/row16.hpp). A
+// 256-block is held the same way by both: 16 values v[0 .. 16) on each of 16 lanes, v[k] on lane
+// l being element 16 k + l (host: 16 vectors; CUDA: 16 registers of a half-warp). So the stages of
+// strides 16 and 64 combine whole vectors (registers), and those of strides 1 and 4 combine lanes
+// of one vector: a lane permute on the host, a shuffle on the GPU. The stages run in the SPEC's
+// order (1, 4, 16, 64): each rounds, so their order is part of the result.
+#pragma once
+
+#include <cstdint>
+
+#include "exact/hd.hpp"
+#include "exact/row16.hpp"
+
+namespace gizml::exact {
+
+constexpr std::int64_t kHadamardBlock = 256;
+
+/// One group of four of a Hadamard stage, in place: u_d becomes 0.5f * (((±u0 ± u1) ± u2) ± u3)
+/// with the signs of row d of H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] (u_e negated
+/// where d + e = 3). -u0 + u1 is written u1 - u0: IEEE gives the same bits.
+template <class F>
+GIZML_HD void hadamard4(F& u0, F& u1, F& u2, F& u3) {
+  const F p = u0 + u1;
+  const F o0 = 0.5f * ((p + u2) - u3);
+  const F o1 = 0.5f * ((p - u2) + u3);
+  const F o2 = 0.5f * (((u0 - u1) + u2) + u3);
+  const F o3 = 0.5f * (((u1 - u0) + u2) + u3);
+  u0 = o0;
+  u1 = o1;
+  u2 = o2;
+  u3 = o3;
+}
+
+/// |v| (the sign bit cleared: -0 becomes +0; NaN stays NaN).
+template <class F>
+GIZML_HD F absLane(F v) {
+  return fromBits(toBits(v) & 0x7fffffffu);
+}
+/// The larger of a and best, best kept when a is NaN (a maximum ignores NaN, SPEC §1.3).
+template <class F>
+GIZML_HD F maxIgnoringNaN(F a, F best) {
+  return select(a > best, a, best);
+}
+
+#if !defined(__CUDACC__)
+
+/// A stage of stride 1 or 4 (within a vector) on one vector: lane l is output l of its group.
+template <int Stride>
+inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x16 v) {
+  static_assert(Stride == 1 || Stride == 4);
+  constexpr int kShift = Stride == 1 ? 0 : 2;
+  const i32x16 d = (laneIndex() >> kShift) & 3, base = laneIndex() - d * Stride;
+  f32x16 u0 = permuteLanes(v, base), u1 = permuteLanes(v, base + Stride);
+  f32x16 u2 = permuteLanes(v, base + 2 * Stride), u3 = permuteLanes(v, base + 3 * Stride);
+  hadamard4(u0, u1, u2, u3);
+  return select(d == 0, u0, select(d == 1, u1, select(d == 2, u2, u3)));
+}
+inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
+  std::memcpy(v, p, sizeof v);
+}
+inline __attribute__((always_inline)) void storeBlock(const HostRow&, float* p, const f32x16 (&v)[16]) {
+  std::memcpy(p, v, sizeof v);
+}
+/// The largest lane ignoring NaN (lane 0 when every lane is NaN).
+inline float laneMax(const HostRow&, f32x16 v) {
+  float m = v[0];
+  for (int l = 1; l < 16; ++l) m = maxIgnoringNaN(v[l], m);
+  return m;
+}
+
+#else  // __CUDACC__
+
+GIZML_HD float shuffleFrom(const WarpRow& row, float v, int lane) {
+#if defined(__CUDA_ARCH__)
+  return __shfl_sync(row.mask, v, lane, 16);
+#else
+  (void)row, (void)lane;
+  return v;
+#endif
+}
+template <int Stride>
+GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
+  const int d = (row.lane / Stride) % 4, base = row.lane - d * Stride;
+  float u0 = shuffleFrom(row, v, base), u1 = shuffleFrom(row, v, base + Stride);
+  float u2 = shuffleFrom(row, v, base + 2 * Stride), u3 = shuffleFrom(row, v, base + 3 * Stride);
+  hadamard4(u0, u1, u2, u3);
+  return d == 0 ? u0 : d == 1 ? u1 : d == 2 ? u2 : u3;
+}
+GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];
+}
+GIZML_HD void storeBlock(const WarpRow& row, float* p, const float (&v)[16]) {
+  for (int k = 0; k < 16; ++k) p[16 * k + row.lane] = v[k];
+}
+/// The half-warp's largest value ignoring NaN, on every lane (order-free, so any tree will do).
+GIZML_HD float laneMax(const WarpRow& row, float v) {
+#if defined(__CUDA_ARCH__)
+  for (int h = 8; h >= 1; h /= 2) v = maxIgnoringNaN(__shfl_xor_sync(row.mask, v, h, 16), v);
+#else
+  (void)row;
+#endif
+  return v;
+}
+
+#endif  // __CUDACC__
+
+/// The regular Hadamard transform of one 256-block held as v (see the top of this file), in
+/// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order.
+template <class Row, class F>
+GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = hadamardLanes<1>(row, v[k]);
+  for (int k = 0; k < 16; ++k) v[k] = hadamardLanes<4>(row, v[k]);
+  for (int b = 0; b < 16; b += 4) hadamard4(v[b], v[b + 1], v[b + 2], v[b + 3]);  // stride 16
+  for (int j = 0; j < 4; ++j) hadamard4(v[j], v[j + 4], v[j + 8], v[j + 12]);     // stride 64
+}
+
+}  // namespace gizml::exact
