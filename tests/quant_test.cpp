@@ -1,5 +1,6 @@
 // The 8-bit rows (SPEC §3) beyond the registry's checks (tests/registry/quant_cases.cpp): the
-// transform against its dense matrix and as its own inverse, bad input.
+// transform against its dense matrix and as its own inverse, int8Rows against a float64 quantizer,
+// NaN and inf, the Into form, bad input.
 #include <algorithm>
 #include <cmath>
 
@@ -93,3 +94,108 @@ TEST(HadamardRows, BadInput) {
   expectThrowsNaming([] { netops::rotateWeightRows(Tensor::zeros({2, 100})); }, "gizml::netops::rotateWeightRows", "w");
 }
 
+// ---- int8Rows ---------------------------------------------------------------------------------------
+
+TEST(Int8Rows, MatchesAFloat64Quantizer) {
+  // Against y64 = the dense float64 product, s64 = max(max|y64| / maxCode, 1e-30),
+  // code64 = clamp(rint(y64 / s64)): every code within one. Against the float64 quantizer of
+  // gizml's own F32 y and s: equal wherever the F32 y / s is more than an ulp from a half.
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const double maxCode = bits == 8 ? 127 : 7, lo = -maxCode - 1;
+    const std::int64_t rows = 16, n = 768;
+    const auto x = randomFloats(Key{6, static_cast<std::uint32_t>(bits)}, rows * n, 1.5f, 0.1f);
+    const auto out = netops::int8Rows(host(x, {rows, n}), bits);
+    const auto q = out.q.toVector<float>(), s = out.s.toVector<float>();
+    const auto y = netops::hadamardRows(host(x, {rows, n})).toVector<float>();
+    const auto y64 = denseHadamard64(x);
+    std::int64_t sameAsFloat64 = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double m64 = 0;
+      float m = 0;
+      for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+        m64 = std::max(m64, std::fabs(y64[i]));
+        m = std::max(m, std::fabs(y[i]));
+      }
+      ASSERT_TRUE(sameBits(s[r], std::max(m / static_cast<float>(maxCode), 1e-30f))) << "row " << r;
+      const double s64 = std::max(m64 / maxCode, 1e-30);
+      for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+        const double code64 = std::clamp(std::rint(y64[i] / s64), lo, maxCode);
+        ASSERT_LE(std::fabs(q[i] - code64), 1.0) << "element " << i;
+        sameAsFloat64 += q[i] == code64;
+        const float v = y[i] / s[r];
+        const float half = std::floor(v) + 0.5f;
+        if (std::fabs(v - half) > std::nextafter(std::fabs(v), INFINITY) - std::fabs(v))
+          ASSERT_EQ(q[i], std::clamp(std::rint(static_cast<double>(y[i]) / s[r]), lo, maxCode)) << "element " << i;
+      }
+    }
+    // Measured: all of them; a code off by one needs y64 / s64 within ~1e-4 of a half.
+    EXPECT_GE(sameAsFloat64, rows * n * 999 / 1000);
+    std::printf("bits %d: %lld of %lld codes equal the float64 quantizer's\n", bits,
+                static_cast<long long>(sameAsFloat64), static_cast<long long>(rows * n));
+  }
+}
+
+TEST(Int8Rows, NaNAndInfinity) {
+  const std::int64_t n = 512;
+  auto x = randomFloats(Key{7, 1}, 4 * n);
+  x[300] = kNaN;                                                  // row 0, block 1
+  x[n + 10] = kInf;                                               // row 1
+  std::fill(x.begin() + 2 * n, x.begin() + 3 * n, kNaN);          // row 2: all NaN
+  std::fill(x.begin() + 3 * n, x.begin() + 4 * n, -0.0f);         // row 3: zeros
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const auto out = netops::int8Rows(host(x, {4, n}), bits);
+    const auto q = out.q.toVector<float>(), s = out.s.toVector<float>();
+    // Row 0: block 1's y are NaN, its codes 0; s and block 0's codes are block 0's alone.
+    const auto block0 = netops::int8Rows(host(std::vector<float>(x.begin(), x.begin() + 256), {1, 256}), bits);
+    EXPECT_TRUE(sameBits(s[0], block0.s.toVector<float>()[0]));
+    EXPECT_TRUE(sameBits(std::vector<float>(q.begin(), q.begin() + 256), block0.q.toVector<float>()));
+    EXPECT_TRUE(sameBits(std::vector<float>(q.begin() + 256, q.begin() + n), std::vector<float>(256, 0.0f)));
+    // Row 1: s = inf, every code 0. Rows 2 and 3: s = 1e-30, codes 0 (+0, never -0).
+    EXPECT_TRUE(sameBits(s[1], kInf));
+    EXPECT_TRUE(sameBits(s[2], 1e-30f));
+    EXPECT_TRUE(sameBits(s[3], 1e-30f));
+    EXPECT_TRUE(sameBits(std::vector<float>(q.begin() + n, q.end()), std::vector<float>(3 * n, 0.0f)));
+  }
+}
+
+TEST(Int8Rows, IntoWritesTheGivenTensors) {
+  const Tensor x = host(randomFloats(Key{8, 1}, 3 * 512), {3, 512});
+  for (int bits : {8, 4}) {
+    const auto want = netops::int8Rows(x, bits);
+    Tensor q = Tensor::zeros({3, 512}), s = Tensor::zeros({3, 1});
+    netops::int8RowsInto(x, q, s, bits);
+    EXPECT_TRUE(sameBits(q.toVector<float>(), want.q.toVector<float>()));
+    EXPECT_TRUE(sameBits(s.toVector<float>(), want.s.toVector<float>()));
+  }
+  // A failing call writes nothing.
+  Tensor q = Tensor::zeros({3, 512}), s = Tensor::zeros({3, 1});
+  EXPECT_THROW(netops::int8RowsInto(x, q, s, 6), gizml::Error);
+  EXPECT_TRUE(sameBits(q.toVector<float>(), std::vector<float>(3 * 512, 0.0f)));
+}
+
+TEST(Int8Rows, BadInput) {
+  const char* fn = "gizml::netops::int8Rows";
+  const Tensor x = host(randomFloats(Key{9, 1}, 2 * 256), {2, 256});
+  for (int bits : {0, 2, 6, 16}) expectThrowsNaming([&] { netops::int8Rows(x, bits); }, fn, "bits");
+  expectThrowsNaming([] { netops::int8Rows(host(randomFloats(Key{1, 1}, 600), {2, 300})); }, fn, "x");
+  expectThrowsNaming([] { netops::int8Rows(Tensor::zeros({2, 256}, DType::BF16)); }, fn, "x");
+  expectThrowsNaming([] { netops::int8Rows(Tensor::zeros({2, 2, 256})); }, fn, "x");
+  const char* into = "gizml::netops::int8RowsInto";
+  const Tensor q = Tensor::zeros({2, 256}), s = Tensor::zeros({2, 1});
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, s, 3); }, into, "bits");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, Tensor::zeros({2, 256}, DType::I8), s); }, into, "q");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, Tensor::zeros({2, 512}), s); }, into, "q");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, Tensor::zeros({2})); }, into, "s");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, Tensor()); }, into, "s");
+}
+
+TEST(Int8RowsCuda, CodesAreI8OrI4) {
+  GIZML_NEED_GPU();
+  const Tensor x = host(randomFloats(Key{10, 1}, 3 * 512), {3, 512}).to(Device::cuda(0));
+  EXPECT_EQ(netops::int8Rows(x, 8).q.dtype(), DType::I8);
+  EXPECT_EQ(netops::int8Rows(x, 4).q.dtype(), DType::I4);
+  Tensor q = Tensor::zeros({3, 512}, DType::F32, x.device()), s = Tensor::zeros({3, 1}, DType::F32, x.device());
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, s); }, "gizml::netops::int8RowsInto", "q");
+}

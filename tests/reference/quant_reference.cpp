@@ -31,4 +31,22 @@ void hadamardRows(const float* x, std::int64_t rows, std::int64_t n, float* y) {
   for (std::int64_t b = 0; b < rows * n; b += 256) hadamard256(x + b, y + b);
 }
 
+void int8Rows(const float* x, std::int64_t rows, std::int64_t n, int bits, float* q, float* s) {
+  const float maxCode = bits == 8 ? 127.0f : 7.0f, lo = -(maxCode + 1.0f);
+  std::vector<float> y(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    hadamardRows(x + r * n, 1, n, y.data());
+    float m = 0.0f;  // max|y|, ignoring NaN (SPEC §1.3)
+    for (float v : y)
+      if (!std::isnan(v) && std::fabs(v) > m) m = std::fabs(v);
+    const float scale = std::fmax(m / maxCode, 1e-30f);
+    s[r] = scale;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = y[i] / scale;
+      const float code = std::isnan(v) ? 0.0f : std::fmin(std::fmax(std::rint(v), lo), maxCode);
+      q[r * n + i] = code + 0.0f;  // the integer; a zero is +0
+    }
+  }
+}
+
 }  // namespace gizml::reference

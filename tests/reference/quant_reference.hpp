@@ -10,5 +10,7 @@ namespace gizml::reference {
 void hadamard256(const float* in, float* out);
 /// hadamard256 of each 256 values of each row of x [rows, n].
 void hadamardRows(const float* x, std::int64_t rows, std::int64_t n, float* y);
+/// int8Rows with bits 8 or 4: q as F32 integers [rows, n], s [rows].
+void int8Rows(const float* x, std::int64_t rows, std::int64_t n, int bits, float* q, float* s);
 
 }  // namespace gizml::reference

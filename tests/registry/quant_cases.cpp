@@ -1,6 +1,7 @@
 // The 8-bit rows' cases (SPEC §3 "Diffusion norms and 8-bit rows"): one 256-block, several blocks a
 // row, more rows than one GPU block (8 rows of 16 lanes); a row with a NaN (its block of y NaN), a
-// row with +inf, a row of zeros with a -0, a row of subnormals, and withSpecials' NaN / ±inf / -0.
+// row with +inf (int8Rows: s = inf), a row of zeros with a -0 (s = 1e-30), a row of subnormals
+// (codes clamped), and withSpecials' NaN / ±inf / -0.
 #include "reference/quant_reference.hpp"
 #include "registry/registry.hpp"
 #include "support/inputs.hpp"
@@ -51,12 +52,44 @@ Case hadamardRowsCase(const std::string& name, Shape shape, bool typical) {
   return c;
 }
 
+/// int8Rows (or int8RowsInto, `into`) at `bits`; outputs q and s.
+Case int8RowsCase(const QuantShape& s, int bits, bool into) {
+  Case c{.op = into ? "int8RowsInto" : "int8Rows", .name = s.name() + " bits " + std::to_string(bits)};
+  c.typical = s.typical && bits == 8;
+  c.inputs = [s] { return Tensors{quantRows(Key{2, s.seed()}, s.rows, s.n)}; };
+  c.run = [bits, into](const Tensors& in) {
+    if (!into) {
+      auto o = netops::int8Rows(in[0], bits);
+      return Tensors{o.q, o.s};
+    }
+    const DType codes = in[0].device().isHost() ? DType::F32 : bits == 8 ? DType::I8 : DType::I4;
+    Tensors out{Tensor::empty(in[0].shape(), codes, in[0].device()),
+                Tensor::empty({in[0].dim(0), 1}, DType::F32, in[0].device())};
+    netops::int8RowsInto(in[0], out[0], out[1], bits);
+    return out;
+  };
+  c.reference = [bits](const Tensors& in) {
+    const std::int64_t rows = in[0].dim(0), n = in[0].dim(1);
+    std::vector<float> q(rows * n), scale(rows);
+    ref::int8Rows(valuesOf(in[0]).data(), rows, n, bits, q.data(), scale.data());
+    return Tensors{host(q, {rows, n}), host(scale, {rows, 1})};
+  };
+  c.outputNames = {"q", "s"};
+  c.gpu = GpuCompare::ValuesAsFloats;  // the GPU's I8 / I4 codes against the host's F32 integers
+  c.cut = {{{0, 1}}, {{0, 1}, {1, 1}}};
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> quantCases() {
   std::vector<Case> cases;
   for (const QuantShape& s : kShapes) cases.push_back(hadamardRowsCase(s.name(), {s.rows, s.n}, s.typical));
   cases.push_back(hadamardRowsCase("[2, 3, 512] leading axes are rows", {2, 3, 512}, false));
+  for (int bits : {8, 4})
+    for (const QuantShape& s : kShapes) cases.push_back(int8RowsCase(s, bits, false));
+  for (int bits : {8, 4})
+    for (const QuantShape& s : {kShapes[0], kShapes[5], kShapes[6]}) cases.push_back(int8RowsCase(s, bits, true));
   return cases;
 }
 

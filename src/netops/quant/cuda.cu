@@ -7,4 +7,6 @@ namespace gizml::netops::quant {
 
 void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<HadamardRows>(g, a); }
 
+void Int8Rows::cuda(const Gpu& g, const Args& a) { detail::launchRows<Int8Rows>(g, a); }
+
 }  // namespace gizml::netops::quant
