@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "exact/convert.hpp"
 #include "exact/hd.hpp"
 #include "exact/row16.hpp"
 
@@ -59,6 +60,9 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x1
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
   std::memcpy(v, p, sizeof v);
 }
+inline __attribute__((always_inline)) void loadBlock(const HostRow&, const std::uint16_t* bf16, f32x16 (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = loadBF16x16(bf16 + 16 * k);
+}
 inline __attribute__((always_inline)) void storeBlock(const HostRow&, float* p, const f32x16 (&v)[16]) {
   std::memcpy(p, v, sizeof v);
 }
@@ -90,6 +94,9 @@ GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
 GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];
 }
+GIZML_HD void loadBlock(const WarpRow& row, const std::uint16_t* bf16, float (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = bf16ToFloat(bf16[16 * k + row.lane]);
+}
 GIZML_HD void storeBlock(const WarpRow& row, float* p, const float (&v)[16]) {
   for (int k = 0; k < 16; ++k) p[16 * k + row.lane] = v[k];
 }
@@ -104,6 +111,13 @@ GIZML_HD float laneMax(const WarpRow& row, float v) {
 }
 
 #endif  // __CUDACC__
+
+/// A 256-block of F32 or BF16 values (`bf16`) at element `at` of x.
+template <class Row, class F>
+GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t at, F (&v)[16]) {
+  if (bf16) loadBlock(row, static_cast<const std::uint16_t*>(x) + at, v);
+  else loadBlock(row, static_cast<const float*>(x) + at, v);
+}
 
 /// The regular Hadamard transform of one 256-block held as v (see the top of this file), in
 /// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order.

@@ -34,12 +34,13 @@ Tensor quantRows(Key key, std::int64_t rows, std::int64_t n) {
   return host(v, {rows, n});
 }
 
-Case hadamardRowsCase(const std::string& name, Shape shape, bool typical) {
+/// x as `dtype` (F32, or BF16: the values rounded once).
+Case hadamardRowsCase(const std::string& name, Shape shape, bool typical, DType dtype = DType::F32) {
   Case c{.op = "hadamardRows", .name = name};
   c.typical = typical;
-  c.inputs = [shape] {
+  c.inputs = [shape, dtype] {
     const std::int64_t n = shape.back(), rows = Tensor::empty(shape).numel() / n;
-    return Tensors{quantRows(Key{1, static_cast<std::uint32_t>(rows * n)}, rows, n).reshape(shape)};
+    return Tensors{quantRows(Key{1, static_cast<std::uint32_t>(rows * n)}, rows, n).reshape(shape).to(dtype)};
   };
   c.run = [](const Tensors& in) { return Tensors{netops::hadamardRows(in[0])}; };
   c.reference = [](const Tensors& in) {
@@ -52,11 +53,12 @@ Case hadamardRowsCase(const std::string& name, Shape shape, bool typical) {
   return c;
 }
 
-/// int8Rows (or int8RowsInto, `into`) at `bits`; outputs q and s.
-Case int8RowsCase(const QuantShape& s, int bits, bool into) {
-  Case c{.op = into ? "int8RowsInto" : "int8Rows", .name = s.name() + " bits " + std::to_string(bits)};
-  c.typical = s.typical && bits == 8;
-  c.inputs = [s] { return Tensors{quantRows(Key{2, s.seed()}, s.rows, s.n)}; };
+/// int8Rows (or int8RowsInto, `into`) at `bits`, x as `dtype`; outputs q and s.
+Case int8RowsCase(const QuantShape& s, int bits, bool into, DType dtype = DType::F32) {
+  Case c{.op = into ? "int8RowsInto" : "int8Rows",
+         .name = s.name() + " bits " + std::to_string(bits) + (dtype == DType::BF16 ? " BF16 x" : "")};
+  c.typical = s.typical && bits == 8 && dtype == DType::F32;
+  c.inputs = [s, dtype] { return Tensors{quantRows(Key{2, s.seed()}, s.rows, s.n).to(dtype)}; };
   c.run = [bits, into](const Tensors& in) {
     if (!into) {
       auto o = netops::int8Rows(in[0], bits);
@@ -86,8 +88,10 @@ std::vector<Case> quantCases() {
   std::vector<Case> cases;
   for (const QuantShape& s : kShapes) cases.push_back(hadamardRowsCase(s.name(), {s.rows, s.n}, s.typical));
   cases.push_back(hadamardRowsCase("[2, 3, 512] leading axes are rows", {2, 3, 512}, false));
+  cases.push_back(hadamardRowsCase("[17, 1024] BF16 x", {17, 1024}, false, DType::BF16));
   for (int bits : {8, 4})
     for (const QuantShape& s : kShapes) cases.push_back(int8RowsCase(s, bits, false));
+  for (int bits : {8, 4}) cases.push_back(int8RowsCase(kShapes[5], bits, false, DType::BF16));
   for (int bits : {8, 4})
     for (const QuantShape& s : {kShapes[0], kShapes[5], kShapes[6]}) cases.push_back(int8RowsCase(s, bits, true));
   return cases;

@@ -8,8 +8,8 @@
 
 namespace gizml::netops {
 
-/// The regular Hadamard transform of each 256 values of each row: x [..., width] F32, width a
-/// positive multiple of 256 (rows = the leading extents' product) → F32, x's shape. H256 = H4 ⊗ H4
+/// The regular Hadamard transform of each 256 values of each row: x [..., width] F32 or BF16, width
+/// a positive multiple of 256 (rows = the leading extents' product) → F32, x's shape. H256 = H4 ⊗ H4
 /// ⊗ H4 ⊗ H4 / 16, H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]]: symmetric and its own
 /// inverse. Exact steps: four stages, strides s = 1, 4, 16, 64 in that order; in a stage
 /// out[i] = 0.5f * (((±u0 ± u1) ± u2) ± u3), u_e = in[b + e s], d = (i / s) % 4, b = i - d s, the
@@ -24,8 +24,8 @@ struct Int8RowsResult {
   Tensor q;  // x's shape: F32 integers on the host; I8 (8 bits) or I4 (4 bits, two a byte, low nibble first) on a GPU
   Tensor s;  // [rows, 1] F32
 };
-/// x [rows, width] F32 (the BF16 values the SPEC feeds it, held as F32; any F32 is accepted),
-/// width a positive multiple of 256, bits 8 or 4. Per row: y = hadamardRows(x) in F32 (not rounded
+/// x [rows, width] F32 (the SPEC's BF16 values held as F32; any F32 is accepted) or BF16 (the same
+/// result as its F32 values), width a positive multiple of 256, bits 8 or 4. Per row: y = hadamardRows(x) in F32 (not rounded
 /// further); s = max(max|y| / 127, F32(1e-30)) (/ 7 for 4 bits); q = clamp(rint(y / s), -128,
 /// 127) ([-8, 7]), rint ties to even, every zero code +0.
 /// NaN and inf: the maximum ignores NaN (SPEC §1.3) and starts from +0, so a NaN in x (which

@@ -18,9 +18,11 @@ void Int8Rows::host(const Args& a) { exact::hostRows<Int8Rows>(a); }
 
 namespace {
 
-/// x F32 with rows of a positive multiple of 256 values, rank >= 1 (rank 2 when `matrix`).
+/// x F32 or BF16 with rows of a positive multiple of 256 values, rank >= 1 (rank 2 when `matrix`).
 void checkBlockRows(const char* fn, const char* arg, const Tensor& x, bool matrix) {
-  detail::requireDType(fn, arg, x, DType::F32);
+  detail::requireDefined(fn, arg, x);
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16)
+    fail(fn, arg, "expected dtype F32 or BF16, got " + dtypeName(x.dtype()));
   if (matrix) detail::requireRank(fn, arg, x, 2);
   else detail::requireRankAtLeast(fn, arg, x, 1);
   const std::int64_t n = x.rowLength();
@@ -31,7 +33,7 @@ void checkBlockRows(const char* fn, const char* arg, const Tensor& x, bool matri
 Tensor hadamardRowsOf(const char* fn, const char* arg, const Tensor& x) {
   checkBlockRows(fn, arg, x, false);
   Tensor y = Tensor::empty(x.shape(), DType::F32, x.device());
-  detail::run<quant::HadamardRows>(detail::gpuOf(x), {x.data<float>(), x.rowCount(), x.rowLength(), y.data<float>()});
+  detail::run<quant::HadamardRows>(detail::gpuOf(x), {x.raw(), x.dtype() == DType::BF16, x.rowCount(), x.rowLength(), y.data<float>()});
   return y;
 }
 
@@ -50,7 +52,7 @@ void int8RowsRun(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
                              : q.dtype() == DType::I8 ? quant::Codes::I8
                                                       : quant::Codes::I4;
   const float maxCode = bits == 8 ? 127.0f : 7.0f;
-  detail::run<quant::Int8Rows>(detail::gpuOf(x), {x.data<float>(), x.dim(0), x.dim(1), maxCode, -(maxCode + 1.0f),
+  detail::run<quant::Int8Rows>(detail::gpuOf(x), {x.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1), maxCode, -(maxCode + 1.0f),
                                                   maxCode, codes, q.raw(), s.data<float>()});
 }
 

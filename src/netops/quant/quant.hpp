@@ -40,7 +40,8 @@ GIZML_HD F int8Code(F y, float s, float lo, float hi) {
 struct HadamardRows {
   static constexpr const char* kName = "gizml::netops::hadamardRows";
   struct Args {
-    const float* x;
+    const void* x;  // F32, or BF16 where xBF16
+    bool xBF16;
     std::int64_t rows, n;
     float* y;
   };
@@ -48,7 +49,7 @@ struct HadamardRows {
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     for (std::int64_t b = r * a.n; b < (r + 1) * a.n; b += exact::kHadamardBlock) {
       typename Row::F v[16];
-      exact::loadBlock(row, a.x + b, v);
+      exact::loadBlockOf(row, a.x, a.xBF16, b, v);
       exact::hadamard256(row, v);
       exact::storeBlock(row, a.y + b, v);
     }
@@ -66,7 +67,8 @@ enum class Codes { F32, I8, I4 };
 struct Int8Rows {
   static constexpr const char* kName = "gizml::netops::int8Rows";
   struct Args {
-    const float* x;
+    const void* x;  // F32, or BF16 where xBF16
+    bool xBF16;
     std::int64_t rows, n;
     float maxCode, lo, hi;  // 127, -128, 127 for 8 bits; 7, -8, 7 for 4
     Codes codes;
@@ -80,14 +82,14 @@ struct Int8Rows {
     F best = F{};
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      exact::loadBlock(row, a.x + b, v);
+      exact::loadBlockOf(row, a.x, a.xBF16, b, v);
       exact::hadamard256(row, v);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      exact::loadBlock(row, a.x + b, v);
+      exact::loadBlockOf(row, a.x, a.xBF16, b, v);
       exact::hadamard256(row, v);
       for (int k = 0; k < 16; ++k) storeCodes(row, a, b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
