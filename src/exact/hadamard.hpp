@@ -17,16 +17,21 @@ namespace gizml::exact {
 
 constexpr std::int64_t kHadamardBlock = 256;
 
-/// One group of four of a Hadamard stage, in place: u_d becomes 0.5f * (((±u0 ± u1) ± u2) ± u3)
-/// with the signs of row d of H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]] (u_e negated
-/// where d + e = 3). -u0 + u1 is written u1 - u0: IEEE gives the same bits.
+/// One output of a Hadamard stage: 0.5f * (((±u0 ± u1) ± u2) ± u3), the sign of u_e being s_e
+/// (+1 or -1, where d + e = 3 for output d: H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]]).
+/// s_e u_e is exact (u_e or -u_e) and a + (-b) is a - b in IEEE, so these are the SPEC's bits.
+template <class F, class S>
+GIZML_HD F hadamardSum(F u0, F u1, F u2, F u3, S s0, S s1, S s2, S s3) {
+  return 0.5f * (((s0 * u0 + s1 * u1) + s2 * u2) + s3 * u3);
+}
+/// One group of four of a Hadamard stage, in place: u_d becomes output d (constant signs, which
+/// the compiler folds into additions and subtractions).
 template <class F>
 GIZML_HD void hadamard4(F& u0, F& u1, F& u2, F& u3) {
-  const F p = u0 + u1;
-  const F o0 = 0.5f * ((p + u2) - u3);
-  const F o1 = 0.5f * ((p - u2) + u3);
-  const F o2 = 0.5f * (((u0 - u1) + u2) + u3);
-  const F o3 = 0.5f * (((u1 - u0) + u2) + u3);
+  const F o0 = hadamardSum(u0, u1, u2, u3, 1.0f, 1.0f, 1.0f, -1.0f);
+  const F o1 = hadamardSum(u0, u1, u2, u3, 1.0f, 1.0f, -1.0f, 1.0f);
+  const F o2 = hadamardSum(u0, u1, u2, u3, 1.0f, -1.0f, 1.0f, 1.0f);
+  const F o3 = hadamardSum(u0, u1, u2, u3, -1.0f, 1.0f, 1.0f, 1.0f);
   u0 = o0;
   u1 = o1;
   u2 = o2;
@@ -52,10 +57,9 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x1
   static_assert(Stride == 1 || Stride == 4);
   constexpr int kShift = Stride == 1 ? 0 : 2;
   const i32x16 d = (laneIndex() >> kShift) & 3, base = laneIndex() - d * Stride;
-  f32x16 u0 = permuteLanes(v, base), u1 = permuteLanes(v, base + Stride);
-  f32x16 u2 = permuteLanes(v, base + 2 * Stride), u3 = permuteLanes(v, base + 3 * Stride);
-  hadamard4(u0, u1, u2, u3);
-  return select(d == 0, u0, select(d == 1, u1, select(d == 2, u2, u3)));
+  const auto sign = [&](int e) { return select(d == 3 - e, splat(-1.0f), splat(1.0f)); };
+  return hadamardSum(permuteLanes(v, base), permuteLanes(v, base + Stride), permuteLanes(v, base + 2 * Stride),
+                     permuteLanes(v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
 }
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
   std::memcpy(v, p, sizeof v);
@@ -86,10 +90,9 @@ GIZML_HD float shuffleFrom(const WarpRow& row, float v, int lane) {
 template <int Stride>
 GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
   const int d = (row.lane / Stride) % 4, base = row.lane - d * Stride;
-  float u0 = shuffleFrom(row, v, base), u1 = shuffleFrom(row, v, base + Stride);
-  float u2 = shuffleFrom(row, v, base + 2 * Stride), u3 = shuffleFrom(row, v, base + 3 * Stride);
-  hadamard4(u0, u1, u2, u3);
-  return d == 0 ? u0 : d == 1 ? u1 : d == 2 ? u2 : u3;
+  const auto sign = [&](int e) { return d == 3 - e ? -1.0f : 1.0f; };
+  return hadamardSum(shuffleFrom(row, v, base), shuffleFrom(row, v, base + Stride), shuffleFrom(row, v, base + 2 * Stride),
+                     shuffleFrom(row, v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
 }
 GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];
