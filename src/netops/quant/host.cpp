@@ -30,10 +30,14 @@ void checkBlockRows(const char* fn, const char* arg, const Tensor& x, bool matri
     fail(fn, arg, "expected rows of a positive multiple of 256 values, got shape " + shapeString(x.shape()));
 }
 
+quant::BlockRows blockRowsOf(const Tensor& x) {
+  return {x.raw(), x.dtype() == DType::BF16, x.rowCount(), x.rowLength()};
+}
+
 Tensor hadamardRowsOf(const char* fn, const char* arg, const Tensor& x) {
   checkBlockRows(fn, arg, x, false);
   Tensor y = Tensor::empty(x.shape(), DType::F32, x.device());
-  detail::run<quant::HadamardRows>(detail::gpuOf(x), {x.raw(), x.dtype() == DType::BF16, x.rowCount(), x.rowLength(), y.data<float>()});
+  detail::run<quant::HadamardRows>(detail::gpuOf(x), {blockRowsOf(x), y.data<float>()});
   return y;
 }
 
@@ -52,8 +56,8 @@ void int8RowsRun(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
                              : q.dtype() == DType::I8 ? quant::Codes::I8
                                                       : quant::Codes::I4;
   const float maxCode = bits == 8 ? 127.0f : 7.0f;
-  detail::run<quant::Int8Rows>(detail::gpuOf(x), {x.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1), maxCode, -(maxCode + 1.0f),
-                                                  maxCode, codes, q.raw(), s.data<float>()});
+  detail::run<quant::Int8Rows>(detail::gpuOf(x),
+                               {blockRowsOf(x), maxCode, -(maxCode + 1.0f), maxCode, codes, q.raw(), s.data<float>()});
 }
 
 }  // namespace

@@ -36,21 +36,30 @@ GIZML_HD F int8Code(F y, float s, float lo, float hi) {
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
 
-/// y = the regular Hadamard transform of each 256 values of each row of x [rows, n].
+/// The input both ops transform: x [rows, n], F32 or BF16, n a multiple of 256.
+struct BlockRows {
+  const void* x;  // F32, or BF16 where xBF16
+  bool xBF16;
+  std::int64_t rows, n;
+  /// v = the Hadamard transform of the 256-block at element `at` of x.
+  template <class Row, class F>
+  GIZML_HD void transformed(const Row& row, std::int64_t at, F (&v)[16]) const {
+    exact::loadBlockOf(row, x, xBF16, at, v);
+    exact::hadamard256(row, v);
+  }
+};
+
+/// y = the regular Hadamard transform of each 256 values of each row of x.
 struct HadamardRows {
   static constexpr const char* kName = "gizml::netops::hadamardRows";
-  struct Args {
-    const void* x;  // F32, or BF16 where xBF16
-    bool xBF16;
-    std::int64_t rows, n;
+  struct Args : BlockRows {
     float* y;
   };
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     for (std::int64_t b = r * a.n; b < (r + 1) * a.n; b += exact::kHadamardBlock) {
       typename Row::F v[16];
-      exact::loadBlockOf(row, a.x, a.xBF16, b, v);
-      exact::hadamard256(row, v);
+      a.transformed(row, b, v);
       exact::storeBlock(row, a.y + b, v);
     }
   }
@@ -66,10 +75,7 @@ enum class Codes { F32, I8, I4 };
 /// transform runs twice (once for the maximum, once for the codes), so no y is stored anywhere.
 struct Int8Rows {
   static constexpr const char* kName = "gizml::netops::int8Rows";
-  struct Args {
-    const void* x;  // F32, or BF16 where xBF16
-    bool xBF16;
-    std::int64_t rows, n;
+  struct Args : BlockRows {
     float maxCode, lo, hi;  // 127, -128, 127 for 8 bits; 7, -8, 7 for 4
     Codes codes;
     void* q;
@@ -82,15 +88,13 @@ struct Int8Rows {
     F best = F{};
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      exact::loadBlockOf(row, a.x, a.xBF16, b, v);
-      exact::hadamard256(row, v);
+      a.transformed(row, b, v);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      exact::loadBlockOf(row, a.x, a.xBF16, b, v);
-      exact::hadamard256(row, v);
+      a.transformed(row, b, v);
       for (int k = 0; k < 16; ++k) storeCodes(row, a, b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
     if (row.leader()) a.s[r] = s;
