@@ -186,6 +186,13 @@ TEST(Int8Rows, IntoWritesTheGivenTensors) {
   EXPECT_TRUE(sameBits(q.toVector<float>(), std::vector<float>(3 * 512, 0.0f)));
 }
 
+TEST(Int8Rows, NoRows) {
+  const auto out = netops::int8Rows(Tensor::zeros({0, 512}), 4);
+  EXPECT_EQ(out.q.shape(), (gizml::Shape{0, 512}));
+  EXPECT_EQ(out.s.shape(), (gizml::Shape{0, 1}));
+  EXPECT_EQ(netops::hadamardRows(Tensor::zeros({0, 256})).shape(), (gizml::Shape{0, 256}));
+}
+
 TEST(Int8Rows, BadInput) {
   const char* fn = "gizml::netops::int8Rows";
   const Tensor x = host(randomFloats(Key{9, 1}, 2 * 256), {2, 256});
