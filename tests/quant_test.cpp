@@ -82,6 +82,24 @@ TEST(HadamardRows, IsItsOwnInverse) {
 TEST(HadamardRows, RotateWeightRowsIsTheSameTransform) {
   const Tensor w = host(randomFloats(Key{5, 1}, 6 * 512), {6, 512});
   EXPECT_TRUE(sameBits(netops::rotateWeightRows(w).toVector<float>(), netops::hadamardRows(w).toVector<float>()));
+  // What it is for: rotated activations times rotated weights are the product unrotated,
+  // (x H)(w H)ᵀ = x wᵀ. Each rotated value is off by <= 48 u ||its block||, a rotated row of 512
+  // by <= sqrt(512) 48 u ||row|| in L2, so the dot product by <= 2 (1087 u) ||x_row|| ||w_row||
+  // (first order) < 2^-13 ||x_row|| ||w_row||.
+  const auto x = randomFloats(Key{5, 2}, 4 * 512), wv = w.toVector<float>();
+  const auto xr = netops::hadamardRows(host(x, {4, 512})).toVector<float>();
+  const auto wr = netops::rotateWeightRows(w).toVector<float>();
+  for (int i = 0; i < 4; ++i)
+    for (int o = 0; o < 6; ++o) {
+      double rotated = 0, plain = 0, xx = 0, ww = 0;
+      for (int j = 0; j < 512; ++j) {
+        rotated += static_cast<double>(xr[i * 512 + j]) * wr[o * 512 + j];
+        plain += static_cast<double>(x[i * 512 + j]) * wv[o * 512 + j];
+        xx += static_cast<double>(x[i * 512 + j]) * x[i * 512 + j];
+        ww += static_cast<double>(wv[o * 512 + j]) * wv[o * 512 + j];
+      }
+      EXPECT_LE(std::fabs(rotated - plain), 0x1p-13 * std::sqrt(xx * ww)) << "x row " << i << ", w row " << o;
+    }
 }
 
 TEST(HadamardRows, Bf16RowsAreTheirF32Values) {
