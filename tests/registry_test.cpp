@@ -88,4 +88,12 @@ TEST(Registry, GpuComparisonsSayWhatDiffers) {
   const Tensor near = host({1.0f, 2.0f, 3.0f, 4.0f}, {4});
   EXPECT_EQ(registry::gpuOutputDifference(tolerance, host({1.0f, 2.0f, 3.0f, 4.001f}, {4}), near), "");
   EXPECT_NE(registry::gpuOutputDifference(tolerance, host({1.0f, 2.0f, 3.0f, 4.1f}, {4}), near), "");
+  // int8Rows' codes: I8 / I4 on a GPU against the host's F32 integers.
+  Case asFloats;
+  asFloats.gpu = registry::GpuCompare::ValuesAsFloats;
+  const Tensor codes = host({-8.0f, 7.0f, 0.0f, 3.0f}, {4});
+  EXPECT_EQ(registry::gpuOutputDifference(asFloats, codes.to(DType::I8), codes), "");
+  EXPECT_EQ(registry::gpuOutputDifference(asFloats, codes.to(DType::I4), codes), "");
+  EXPECT_NE(registry::gpuOutputDifference(asFloats, host({-8.0f, 7.0f, 0.0f, 2.0f}, {4}).to(DType::I8), codes), "");
+  EXPECT_NE(registry::gpuOutputDifference(asFloats, codes.reshape({2, 2}).to(DType::I8), codes), "") << "shape";
 }

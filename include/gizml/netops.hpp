@@ -9,4 +9,5 @@
 #include "gizml/netops/gemm.hpp"
 #include "gizml/netops/norms.hpp"
 #include "gizml/netops/pool.hpp"
+#include "gizml/netops/quant.hpp"
 #include "gizml/netops/rows.hpp"

@@ -46,6 +46,15 @@ GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return base + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 }
 GIZML_VEC i32x16 laneIndex() { return i32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; }
+/// Lane l of the result is lane from[l] of v (from[l] in [0, 16)).
+GIZML_VEC f32x16 permuteLanes(f32x16 v, i32x16 from) { return __builtin_shuffle(v, from); }
+/// 16 BF16 values (their bits) as F32: exact, the bits shifted up by 16.
+GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
+  using u16x16 = std::uint16_t __attribute__((vector_size(32)));
+  u16x16 h;
+  std::memcpy(&h, p, sizeof h);
+  return fromBits(__builtin_convertvector(h, u32x16) << 16);
+}
 /// Lanes 0, 2, ..., 14 of a, then 0, 2, ..., 14 of b.
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -181,6 +190,16 @@ GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return u32x16(base + u32x8{0, 1, 2, 3, 4, 5, 6, 7}, base + u32x8{8, 9, 10, 11, 12, 13, 14, 15});
 }
 GIZML_VEC i32x16 laneIndex() { return i32x16(i32x8{0, 1, 2, 3, 4, 5, 6, 7}, i32x8{8, 9, 10, 11, 12, 13, 14, 15}); }
+GIZML_VEC f32x16 permuteLanes(f32x16 v, i32x16 from) {
+  return f32x16(__builtin_shuffle(v.h[0], v.h[1], from.h[0]), __builtin_shuffle(v.h[0], v.h[1], from.h[1]));
+}
+GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
+  using u16x8 = std::uint16_t __attribute__((vector_size(16)));
+  u16x8 lo, hi;
+  std::memcpy(&lo, p, sizeof lo);
+  std::memcpy(&hi, p + 8, sizeof hi);
+  return fromBits(u32x16(__builtin_convertvector(lo, u32x8), __builtin_convertvector(hi, u32x8)) << 16);
+}
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),
                 __builtin_shufflevector(b.h[0], b.h[1], 0, 2, 4, 6, 8, 10, 12, 14));

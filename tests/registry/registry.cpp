@@ -23,7 +23,7 @@ std::string Case::testName() const {
 const std::vector<Case>& allCases() {
   static const std::vector<Case> cases = [] {
     std::vector<Case> all;
-    for (auto family : {rowsCases, gemmCases, convCases, poolCases, attentionCases, normsCases})
+    for (auto family : {rowsCases, gemmCases, convCases, poolCases, attentionCases, normsCases, quantCases})
       for (Case& c : family()) all.push_back(std::move(c));
     return all;
   }();
@@ -61,6 +61,10 @@ std::string gpuOutputDifference(const Case& c, const Tensor& gpu, const Tensor& 
       return exactDifference(gpu, host);
     case GpuCompare::HostRoundedToBF16:
       return exactDifference(gpu, host.to(DType::BF16));
+    case GpuCompare::ValuesAsFloats:
+      if (gpu.shape() != host.shape())
+        return "shape " + shapeString(gpu.shape()) + ", want " + shapeString(host.shape());
+      return test::bitDifference(gpu.toFloats(), host.toFloats());
     case GpuCompare::Tolerance: {
       if (gpu.shape() != host.shape())
         return "shape " + shapeString(gpu.shape()) + ", want " + shapeString(host.shape());

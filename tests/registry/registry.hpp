@@ -25,6 +25,9 @@ enum class GpuCompare {
   Exact,              // bit for bit
   HostRoundedToBF16,  // the GPU's result equals the host's F32 result rounded once to BF16
   Tolerance,          // fast ops: ||gpu - host|| / ||host|| <= Case::tolerance (relative L2)
+  ValuesAsFloats,     // the same shape and, read back with toFloats(), the same bits: for outputs
+                      // whose dtype depends on the device (int8Rows' codes: I8 / I4 on a GPU, F32
+                      // integers on the host)
 };
 
 /// One tensor cut along its leading axis: input or output `index`, `perItem` leading entries an
@@ -75,6 +78,7 @@ std::vector<Case> convCases();
 std::vector<Case> poolCases();
 std::vector<Case> attentionCases();
 std::vector<Case> normsCases();
+std::vector<Case> quantCases();
 
 // ---- the runner's helpers --------------------------------------------------------------------------
 

@@ -1,0 +1,46 @@
+// The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows and
+// hadamardRows in values/s (items) and bytes/s (x read once, the outputs written once), beside
+// BM_Copy of rows_bench.cpp for the machine's bandwidth. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
+#include <benchmark/benchmark.h>
+
+#include "bench_support.hpp"
+#include "gizml/gizml.hpp"
+
+using gizml::Key;
+using gizml::Tensor;
+namespace netops = gizml::netops;
+
+namespace {
+
+void BM_Int8Rows(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const int bits = static_cast<int>(state.range(2));
+  const gizml::Device d = gizml::bench::benchDevice();
+  const Tensor x = Tensor::normal(Key{7, 7}, {rows, n}, d);
+  auto out = netops::int8Rows(x, bits);
+  for (auto _ : state) {
+    netops::int8RowsInto(x, out.q, out.s, bits);
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.q.raw());
+  }
+  state.SetItemsProcessed(rows * n * state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(x.bytes() + out.q.bytes() + out.s.bytes()) * state.iterations());
+}
+
+void BM_HadamardRows(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const gizml::Device d = gizml::bench::benchDevice();
+  const Tensor x = Tensor::normal(Key{8, 8}, {rows, n}, d);
+  for (auto _ : state) {
+    Tensor y = netops::hadamardRows(x);
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(y.raw());
+  }
+  state.SetItemsProcessed(rows * n * state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * x.bytes()) * state.iterations());
+}
+
+}  // namespace
+
+BENCHMARK(BM_Int8Rows)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();

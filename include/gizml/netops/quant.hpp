@@ -1,0 +1,40 @@
+// gizml::netops, the 8-bit rows (SPEC §3 "Diffusion norms and 8-bit rows"): the regular Hadamard
+// transform of rows (the rotation of ConvRot, comfy-kitchen and WanGP) and int8Rows, its rows
+// quantized to 8 or 4 bits with a scale a row. Each runs where its operands are, and is exact: the
+// same bits on the host (any thread count, any SIMD width, any batch) and on a CUDA GPU.
+#pragma once
+
+#include "gizml/tensor.hpp"
+
+namespace gizml::netops {
+
+/// The regular Hadamard transform of each 256 values of each row: x [..., width] F32 or BF16, width
+/// a positive multiple of 256 (rows = the leading extents' product) → F32, x's shape. H256 = H4 ⊗ H4
+/// ⊗ H4 ⊗ H4 / 16, H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]]: symmetric and its own
+/// inverse. Exact steps: four stages, strides s = 1, 4, 16, 64 in that order; in a stage
+/// out[i] = 0.5f * (((±u0 ± u1) ± u2) ± u3), u_e = in[b + e s], d = (i / s) % 4, b = i - d s, the
+/// signs row d of H4. A NaN makes its whole 256-block NaN; a ±inf makes it ±inf (two may make NaN).
+Tensor hadamardRows(const Tensor& x);
+/// Weight rows w [out, in] rotated to fit activations rotated by hadamardRows: (x H)(w H)ᵀ =
+/// x wᵀ, H being symmetric and its own inverse, so this is the same transform of each 256 values
+/// of each row — an alias of hadamardRows (errors name this function and `w`).
+Tensor rotateWeightRows(const Tensor& w);
+
+struct Int8RowsResult {
+  Tensor q;  // x's shape: F32 integers on the host; I8 (8 bits) or I4 (4 bits, two a byte, low nibble first) on a GPU
+  Tensor s;  // [rows, 1] F32
+};
+/// x [rows, width] F32 (the SPEC's BF16 values held as F32; any F32 is accepted) or BF16 (the same
+/// result as its F32 values), width a positive multiple of 256, bits 8 or 4. Per row: y = hadamardRows(x) in F32 (not rounded
+/// further); s = max(max|y| / 127, F32(1e-30)) (/ 7 for 4 bits); q = clamp(rint(y / s), -128,
+/// 127) ([-8, 7]), rint ties to even, every zero code +0.
+/// NaN and inf: the maximum ignores NaN (SPEC §1.3) and starts from +0, so a NaN in x (which
+/// makes its 256-block of y NaN) leaves s to the rest of the row and gives code 0 there; a row
+/// whose y are all NaN has s = 1e-30 and codes 0. A ±inf y makes s = inf and every code of its row
+/// 0 (finite / inf = 0, inf / inf = NaN → 0).
+Int8RowsResult int8Rows(const Tensor& x, int bits = 8);
+/// int8Rows into q (x's shape: F32 on the host, I8 / I4 on a GPU) and s ([rows, 1] F32), all on
+/// x's device. Nothing is written when an argument is wrong.
+void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits = 8);
+
+}  // namespace gizml::netops

@@ -1,0 +1,135 @@
+// The regular Hadamard transform of 256 values (SPEC §3 "Diffusion norms and 8-bit rows") and a
+// row's max |value|, written once for both forms of the shared row type (exact/row16.hpp). A
+// 256-block is held the same way by both: 16 values v[0 .. 16) on each of 16 lanes, v[k] on lane
+// l being element 16 k + l (host: 16 vectors; CUDA: 16 registers of a half-warp). So the stages of
+// strides 16 and 64 combine whole vectors (registers), and those of strides 1 and 4 combine lanes
+// of one vector: a lane permute on the host, a shuffle on the GPU. The stages run in the SPEC's
+// order (1, 4, 16, 64): each rounds, so their order is part of the result.
+#pragma once
+
+#include <cstdint>
+
+#include "exact/convert.hpp"
+#include "exact/hd.hpp"
+#include "exact/row16.hpp"
+
+namespace gizml::exact {
+
+constexpr std::int64_t kHadamardBlock = 256;
+
+/// One output of a Hadamard stage: 0.5f * (((±u0 ± u1) ± u2) ± u3), the sign of u_e being s_e
+/// (+1 or -1, where d + e = 3 for output d: H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]]).
+/// s_e u_e is exact (u_e or -u_e) and a + (-b) is a - b in IEEE, so these are the SPEC's bits.
+template <class F, class S>
+GIZML_HD F hadamardSum(F u0, F u1, F u2, F u3, S s0, S s1, S s2, S s3) {
+  return 0.5f * (((s0 * u0 + s1 * u1) + s2 * u2) + s3 * u3);
+}
+/// One group of four of a Hadamard stage, in place: u_d becomes output d (constant signs, which
+/// the compiler folds into additions and subtractions).
+template <class F>
+GIZML_HD void hadamard4(F& u0, F& u1, F& u2, F& u3) {
+  const F o0 = hadamardSum(u0, u1, u2, u3, 1.0f, 1.0f, 1.0f, -1.0f);
+  const F o1 = hadamardSum(u0, u1, u2, u3, 1.0f, 1.0f, -1.0f, 1.0f);
+  const F o2 = hadamardSum(u0, u1, u2, u3, 1.0f, -1.0f, 1.0f, 1.0f);
+  const F o3 = hadamardSum(u0, u1, u2, u3, -1.0f, 1.0f, 1.0f, 1.0f);
+  u0 = o0;
+  u1 = o1;
+  u2 = o2;
+  u3 = o3;
+}
+
+/// |v| (the sign bit cleared: -0 becomes +0; NaN stays NaN).
+template <class F>
+GIZML_HD F absLane(F v) {
+  return fromBits(toBits(v) & 0x7fffffffu);
+}
+/// The larger of a and best, best kept when a is NaN (a maximum ignores NaN, SPEC §1.3).
+template <class F>
+GIZML_HD F maxIgnoringNaN(F a, F best) {
+  return select(a > best, a, best);
+}
+
+#if !defined(__CUDACC__)
+
+/// A stage of stride 1 or 4 (within a vector) on one vector: lane l is output l of its group.
+template <int Stride>
+inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x16 v) {
+  static_assert(Stride == 1 || Stride == 4);
+  constexpr int kShift = Stride == 1 ? 0 : 2;
+  const i32x16 d = (laneIndex() >> kShift) & 3, base = laneIndex() - d * Stride;
+  const auto sign = [&](int e) { return select(d == 3 - e, splat(-1.0f), splat(1.0f)); };
+  return hadamardSum(permuteLanes(v, base), permuteLanes(v, base + Stride), permuteLanes(v, base + 2 * Stride),
+                     permuteLanes(v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
+}
+inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
+  std::memcpy(v, p, sizeof v);
+}
+inline __attribute__((always_inline)) void loadBlock(const HostRow&, const std::uint16_t* bf16, f32x16 (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = loadBF16x16(bf16 + 16 * k);
+}
+inline __attribute__((always_inline)) void storeBlock(const HostRow&, float* p, const f32x16 (&v)[16]) {
+  std::memcpy(p, v, sizeof v);
+}
+/// The largest lane ignoring NaN (lane 0 when every lane is NaN).
+inline float laneMax(const HostRow&, f32x16 v) {
+  float m = v[0];
+  for (int l = 1; l < 16; ++l) m = maxIgnoringNaN(v[l], m);
+  return m;
+}
+
+#else  // __CUDACC__
+
+GIZML_HD float shuffleFrom(const WarpRow& row, float v, int lane) {
+#if defined(__CUDA_ARCH__)
+  return __shfl_sync(row.mask, v, lane, 16);
+#else
+  (void)row, (void)lane;
+  return v;
+#endif
+}
+template <int Stride>
+GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
+  const int d = (row.lane / Stride) % 4, base = row.lane - d * Stride;
+  const auto sign = [&](int e) { return d == 3 - e ? -1.0f : 1.0f; };
+  return hadamardSum(shuffleFrom(row, v, base), shuffleFrom(row, v, base + Stride), shuffleFrom(row, v, base + 2 * Stride),
+                     shuffleFrom(row, v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
+}
+GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];
+}
+GIZML_HD void loadBlock(const WarpRow& row, const std::uint16_t* bf16, float (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = bf16ToFloat(bf16[16 * k + row.lane]);
+}
+GIZML_HD void storeBlock(const WarpRow& row, float* p, const float (&v)[16]) {
+  for (int k = 0; k < 16; ++k) p[16 * k + row.lane] = v[k];
+}
+/// The half-warp's largest value ignoring NaN, on every lane (order-free, so any tree will do).
+GIZML_HD float laneMax(const WarpRow& row, float v) {
+#if defined(__CUDA_ARCH__)
+  for (int h = 8; h >= 1; h /= 2) v = maxIgnoringNaN(__shfl_xor_sync(row.mask, v, h, 16), v);
+#else
+  (void)row;
+#endif
+  return v;
+}
+
+#endif  // __CUDACC__
+
+/// A 256-block of F32 or BF16 values (`bf16`) at element `at` of x.
+template <class Row, class F>
+GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t at, F (&v)[16]) {
+  if (bf16) loadBlock(row, static_cast<const std::uint16_t*>(x) + at, v);
+  else loadBlock(row, static_cast<const float*>(x) + at, v);
+}
+
+/// The regular Hadamard transform of one 256-block held as v (see the top of this file), in
+/// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order.
+template <class Row, class F>
+GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = hadamardLanes<1>(row, v[k]);
+  for (int k = 0; k < 16; ++k) v[k] = hadamardLanes<4>(row, v[k]);
+  for (int b = 0; b < 16; b += 4) hadamard4(v[b], v[b + 1], v[b + 2], v[b + 3]);  // stride 16
+  for (int j = 0; j < 4; ++j) hadamard4(v[j], v[j + 4], v[j + 8], v[j + 12]);     // stride 64
+}
+
+}  // namespace gizml::exact

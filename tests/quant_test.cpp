@@ -1,0 +1,237 @@
+// The 8-bit rows (SPEC §3) beyond the registry's checks (tests/registry/quant_cases.cpp): the
+// transform against its dense matrix and as its own inverse, int8Rows against a float64 quantizer,
+// NaN and inf, the Into form, bad input.
+#include <algorithm>
+#include <cmath>
+
+#include "support/preamble.hpp"
+
+namespace {
+
+constexpr double kU = 0x1p-24;  // F32's unit roundoff
+
+/// Entry (i, j) of H256: (-1)^c / 16, c = the base-4 digit places where i_t + j_t = 3.
+double hadamardEntry(int i, int j) {
+  int c = 0;
+  for (int t = 0; t < 4; ++t, i /= 4, j /= 4) c += (i % 4 + j % 4 == 3);
+  return (c % 2 ? -1.0 : 1.0) / 16.0;
+}
+
+/// The dense product H256 x of each 256-block, in float64.
+std::vector<double> denseHadamard64(const std::vector<float>& x) {
+  std::vector<double> y(x.size());
+  for (std::size_t b = 0; b < x.size(); b += 256)
+    for (int i = 0; i < 256; ++i) {
+      double acc = 0;
+      for (int j = 0; j < 256; ++j) acc += hadamardEntry(i, j) * x[b + j];
+      y[b + i] = acc;
+    }
+  return y;
+}
+
+double blockNorm(const std::vector<float>& x, std::size_t i) {
+  double ss = 0;
+  for (std::size_t j = i / 256 * 256; j < i / 256 * 256 + 256; ++j) ss += static_cast<double>(x[j]) * x[j];
+  return std::sqrt(ss);
+}
+
+}  // namespace
+
+// ---- hadamardRows -----------------------------------------------------------------------------------
+
+TEST(HadamardRows, MatchesTheDenseMatrixInFloat64) {
+  // Each stage is orthogonal (H4 / 2), so every value stays <= ||x||_2 of its block; a stage's three
+  // additions add <= 3u ||x|| to an element and pass on at most twice the error before:
+  // E = 3, 9, 21, 45 u ||x||. Bound: 48 u ||x_block||_2.
+  const auto x = randomFloats(Key{3, 1}, 4 * 768, 3.0f, 0.5f);
+  const auto y = netops::hadamardRows(host(x, {4, 768})).toVector<float>();
+  const auto want = denseHadamard64(x);
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(y[i] - want[i]) / (kU * blockNorm(x, i)));
+  EXPECT_LE(worst, 48.0) << "worst error in u ||x_block||";
+  std::printf("hadamardRows vs float64: worst %.3f u ||x_block||_2 (bound 48)\n", worst);
+}
+
+TEST(HadamardRows, OneHotGivesTheMatrixColumnExactly) {
+  // The SPEC's stages and its matrix entries (-1)^c / 16 are the same transform.
+  for (int j : {0, 1, 3, 17, 63, 64, 200, 255}) {
+    std::vector<float> e(256, 0.0f);
+    e[j] = 1.0f;
+    const auto y = netops::hadamardRows(host(e, {1, 256})).toVector<float>();
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(y[i], static_cast<float>(hadamardEntry(i, j))) << "i " << i << " j " << j;
+  }
+}
+
+TEST(HadamardRows, IsItsOwnInverse) {
+  // Exact for small integers (every sum is exact). Random values: the second transform passes the
+  // first one's error on through rows of L2 norm 1 (<= 16 * 45 u ||x||) and adds its own 45 u ||x||:
+  // bound 768 u ||x_block||_2.
+  std::vector<float> ints(3 * 512);
+  for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<float>(static_cast<int>(i * 7919 % 17) - 8);
+  const Tensor xi = host(ints, {3, 512});
+  EXPECT_TRUE(sameBits(netops::hadamardRows(netops::hadamardRows(xi)).toVector<float>(), ints));
+
+  const auto x = randomFloats(Key{4, 1}, 5 * 512, 2.0f, -0.25f);
+  const auto back = netops::hadamardRows(netops::hadamardRows(host(x, {5, 512}))).toVector<float>();
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(back[i] - x[i]) / (kU * blockNorm(x, i)));
+  EXPECT_LE(worst, 768.0) << "worst error in u ||x_block||";
+  std::printf("H H x vs x: worst %.3f u ||x_block||_2 (bound 768)\n", worst);
+}
+
+TEST(HadamardRows, RotateWeightRowsIsTheSameTransform) {
+  const Tensor w = host(randomFloats(Key{5, 1}, 6 * 512), {6, 512});
+  EXPECT_TRUE(sameBits(netops::rotateWeightRows(w).toVector<float>(), netops::hadamardRows(w).toVector<float>()));
+  // What it is for: rotated activations times rotated weights are the product unrotated,
+  // (x H)(w H)ᵀ = x wᵀ. Each rotated value is off by <= 48 u ||its block||, a rotated row of 512
+  // by <= sqrt(512) 48 u ||row|| in L2, so the dot product by <= 2 (1087 u) ||x_row|| ||w_row||
+  // (first order) < 2^-13 ||x_row|| ||w_row||.
+  const auto x = randomFloats(Key{5, 2}, 4 * 512), wv = w.toVector<float>();
+  const auto xr = netops::hadamardRows(host(x, {4, 512})).toVector<float>();
+  const auto wr = netops::rotateWeightRows(w).toVector<float>();
+  for (int i = 0; i < 4; ++i)
+    for (int o = 0; o < 6; ++o) {
+      double rotated = 0, plain = 0, xx = 0, ww = 0;
+      for (int j = 0; j < 512; ++j) {
+        rotated += static_cast<double>(xr[i * 512 + j]) * wr[o * 512 + j];
+        plain += static_cast<double>(x[i * 512 + j]) * wv[o * 512 + j];
+        xx += static_cast<double>(x[i * 512 + j]) * x[i * 512 + j];
+        ww += static_cast<double>(wv[o * 512 + j]) * wv[o * 512 + j];
+      }
+      EXPECT_LE(std::fabs(rotated - plain), 0x1p-13 * std::sqrt(xx * ww)) << "x row " << i << ", w row " << o;
+    }
+}
+
+TEST(HadamardRows, Bf16RowsAreTheirF32Values) {
+  const Tensor xb = host(withSpecials(Key{6, 1}, 3 * 512), {3, 512}).to(DType::BF16);
+  EXPECT_TRUE(sameBits(netops::hadamardRows(xb).toVector<float>(),
+                       netops::hadamardRows(xb.to(DType::F32)).toVector<float>()));
+  for (int bits : {8, 4}) {
+    const auto a = netops::int8Rows(xb, bits), b = netops::int8Rows(xb.to(DType::F32), bits);
+    EXPECT_TRUE(sameBits(a.q.toVector<float>(), b.q.toVector<float>()));
+    EXPECT_TRUE(sameBits(a.s.toVector<float>(), b.s.toVector<float>()));
+  }
+}
+
+TEST(HadamardRows, BadInput) {
+  const char* fn = "gizml::netops::hadamardRows";
+  expectThrowsNaming([] { netops::hadamardRows(host(randomFloats(Key{1, 1}, 2 * 255), {2, 255})); }, fn, "x");
+  expectThrowsNaming([] { netops::hadamardRows(host(randomFloats(Key{1, 1}, 2 * 300), {2, 300})); }, fn, "x");
+  expectThrowsNaming([] { netops::hadamardRows(Tensor::empty({2, 0})); }, fn, "x");
+  expectThrowsNaming([] { netops::hadamardRows(Tensor::zeros({2, 256}, DType::F16)); }, fn, "x");
+  expectThrowsNaming([] { netops::hadamardRows(Tensor()); }, fn, "x");
+  expectThrowsNaming([] { netops::rotateWeightRows(Tensor::zeros({2, 100})); }, "gizml::netops::rotateWeightRows", "w");
+}
+
+// ---- int8Rows ---------------------------------------------------------------------------------------
+
+TEST(Int8Rows, MatchesAFloat64Quantizer) {
+  // Against y64 = the dense float64 product, s64 = max(max|y64| / maxCode, 1e-30),
+  // code64 = clamp(rint(y64 / s64)): every code within one. Against the float64 quantizer of
+  // gizml's own F32 y and s: equal wherever the F32 y / s is more than an ulp from a half.
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const double maxCode = bits == 8 ? 127 : 7, lo = -maxCode - 1;
+    const std::int64_t rows = 16, n = 768;
+    const auto x = randomFloats(Key{6, static_cast<std::uint32_t>(bits)}, rows * n, 1.5f, 0.1f);
+    const auto out = netops::int8Rows(host(x, {rows, n}), bits);
+    const auto q = out.q.toVector<float>(), s = out.s.toVector<float>();
+    const auto y = netops::hadamardRows(host(x, {rows, n})).toVector<float>();
+    const auto y64 = denseHadamard64(x);
+    std::int64_t sameAsFloat64 = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double m64 = 0;
+      float m = 0;
+      for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+        m64 = std::max(m64, std::fabs(y64[i]));
+        m = std::max(m, std::fabs(y[i]));
+      }
+      ASSERT_TRUE(sameBits(s[r], std::max(m / static_cast<float>(maxCode), 1e-30f))) << "row " << r;
+      const double s64 = std::max(m64 / maxCode, 1e-30);
+      for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+        const double code64 = std::clamp(std::rint(y64[i] / s64), lo, maxCode);
+        ASSERT_LE(std::fabs(q[i] - code64), 1.0) << "element " << i;
+        sameAsFloat64 += q[i] == code64;
+        const float v = y[i] / s[r];
+        const float half = std::floor(v) + 0.5f;
+        if (std::fabs(v - half) > std::nextafter(std::fabs(v), INFINITY) - std::fabs(v))
+          ASSERT_EQ(q[i], std::clamp(std::rint(static_cast<double>(y[i]) / s[r]), lo, maxCode)) << "element " << i;
+      }
+    }
+    // Measured: all of them; a code off by one needs y64 / s64 within ~1e-4 of a half.
+    EXPECT_GE(sameAsFloat64, rows * n * 999 / 1000);
+    std::printf("bits %d: %lld of %lld codes equal the float64 quantizer's\n", bits,
+                static_cast<long long>(sameAsFloat64), static_cast<long long>(rows * n));
+  }
+}
+
+TEST(Int8Rows, NaNAndInfinity) {
+  const std::int64_t n = 512;
+  auto x = randomFloats(Key{7, 1}, 4 * n);
+  x[300] = kNaN;                                                  // row 0, block 1
+  x[n + 10] = kInf;                                               // row 1
+  std::fill(x.begin() + 2 * n, x.begin() + 3 * n, kNaN);          // row 2: all NaN
+  std::fill(x.begin() + 3 * n, x.begin() + 4 * n, -0.0f);         // row 3: zeros
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const auto out = netops::int8Rows(host(x, {4, n}), bits);
+    const auto q = out.q.toVector<float>(), s = out.s.toVector<float>();
+    // Row 0: block 1's y are NaN, its codes 0; s and block 0's codes are block 0's alone.
+    const auto block0 = netops::int8Rows(host(std::vector<float>(x.begin(), x.begin() + 256), {1, 256}), bits);
+    EXPECT_TRUE(sameBits(s[0], block0.s.toVector<float>()[0]));
+    EXPECT_TRUE(sameBits(std::vector<float>(q.begin(), q.begin() + 256), block0.q.toVector<float>()));
+    EXPECT_TRUE(sameBits(std::vector<float>(q.begin() + 256, q.begin() + n), std::vector<float>(256, 0.0f)));
+    // Row 1: s = inf, every code 0. Rows 2 and 3: s = 1e-30, codes 0 (+0, never -0).
+    EXPECT_TRUE(sameBits(s[1], kInf));
+    EXPECT_TRUE(sameBits(s[2], 1e-30f));
+    EXPECT_TRUE(sameBits(s[3], 1e-30f));
+    EXPECT_TRUE(sameBits(std::vector<float>(q.begin() + n, q.end()), std::vector<float>(3 * n, 0.0f)));
+  }
+}
+
+TEST(Int8Rows, IntoWritesTheGivenTensors) {
+  const Tensor x = host(randomFloats(Key{8, 1}, 3 * 512), {3, 512});
+  for (int bits : {8, 4}) {
+    const auto want = netops::int8Rows(x, bits);
+    Tensor q = Tensor::zeros({3, 512}), s = Tensor::zeros({3, 1});
+    netops::int8RowsInto(x, q, s, bits);
+    EXPECT_TRUE(sameBits(q.toVector<float>(), want.q.toVector<float>()));
+    EXPECT_TRUE(sameBits(s.toVector<float>(), want.s.toVector<float>()));
+  }
+  // A failing call writes nothing.
+  Tensor q = Tensor::zeros({3, 512}), s = Tensor::zeros({3, 1});
+  EXPECT_THROW(netops::int8RowsInto(x, q, s, 6), gizml::Error);
+  EXPECT_TRUE(sameBits(q.toVector<float>(), std::vector<float>(3 * 512, 0.0f)));
+}
+
+TEST(Int8Rows, NoRows) {
+  const auto out = netops::int8Rows(Tensor::zeros({0, 512}), 4);
+  EXPECT_EQ(out.q.shape(), (gizml::Shape{0, 512}));
+  EXPECT_EQ(out.s.shape(), (gizml::Shape{0, 1}));
+  EXPECT_EQ(netops::hadamardRows(Tensor::zeros({0, 256})).shape(), (gizml::Shape{0, 256}));
+}
+
+TEST(Int8Rows, BadInput) {
+  const char* fn = "gizml::netops::int8Rows";
+  const Tensor x = host(randomFloats(Key{9, 1}, 2 * 256), {2, 256});
+  for (int bits : {0, 2, 6, 16}) expectThrowsNaming([&] { netops::int8Rows(x, bits); }, fn, "bits");
+  expectThrowsNaming([] { netops::int8Rows(host(randomFloats(Key{1, 1}, 600), {2, 300})); }, fn, "x");
+  expectThrowsNaming([] { netops::int8Rows(Tensor::zeros({2, 256}, DType::F16)); }, fn, "x");
+  expectThrowsNaming([] { netops::int8Rows(Tensor::zeros({2, 2, 256})); }, fn, "x");
+  const char* into = "gizml::netops::int8RowsInto";
+  const Tensor q = Tensor::zeros({2, 256}), s = Tensor::zeros({2, 1});
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, s, 3); }, into, "bits");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, Tensor::zeros({2, 256}, DType::I8), s); }, into, "q");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, Tensor::zeros({2, 512}), s); }, into, "q");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, Tensor::zeros({2})); }, into, "s");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, Tensor()); }, into, "s");
+}
+
+TEST(Int8RowsCuda, CodesAreI8OrI4) {
+  GIZML_NEED_GPU();
+  const Tensor x = host(randomFloats(Key{10, 1}, 3 * 512), {3, 512}).to(Device::cuda(0));
+  EXPECT_EQ(netops::int8Rows(x, 8).q.dtype(), DType::I8);
+  EXPECT_EQ(netops::int8Rows(x, 4).q.dtype(), DType::I4);
+  Tensor q = Tensor::zeros({3, 512}, DType::F32, x.device()), s = Tensor::zeros({3, 1}, DType::F32, x.device());
+  expectThrowsNaming([&] { netops::int8RowsInto(x, q, s); }, "gizml::netops::int8RowsInto", "q");
+}

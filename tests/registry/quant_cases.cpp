@@ -1,0 +1,100 @@
+// The 8-bit rows' cases (SPEC §3 "Diffusion norms and 8-bit rows"): one 256-block, several blocks a
+// row, more rows than one GPU block (8 rows of 16 lanes); a row with a NaN (its block of y NaN), a
+// row with +inf (int8Rows: s = inf), a row of zeros with a -0 (s = 1e-30), a row of subnormals
+// (codes clamped), and withSpecials' NaN / ±inf / -0.
+#include "reference/quant_reference.hpp"
+#include "registry/registry.hpp"
+#include "support/inputs.hpp"
+
+namespace gizml::registry {
+
+namespace {
+
+namespace ref = reference;
+using test::host;
+
+struct QuantShape {
+  std::int64_t rows, n;
+  bool typical = false;
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(rows * 10000 + n); }
+  std::string name() const { return dims({rows, n}); }
+};
+const QuantShape kShapes[] = {{1, 256}, {2, 512}, {3, 768}, {6, 256}, {9, 512}, {17, 1024}, {64, 3072, true}};
+
+/// withSpecials' values, and in rows 1 .. 4 (where there are): a NaN in block 0, +inf, zeros with
+/// a -0, values around 1e-39 (subnormals).
+Tensor quantRows(Key key, std::int64_t rows, std::int64_t n) {
+  auto v = test::withSpecials(key, rows * n);
+  if (rows >= 2) v[n + 7] = test::kNaN;
+  if (rows >= 3) v[2 * n + n / 2] = test::kInf;
+  if (rows >= 4)
+    for (std::int64_t i = 0; i < n; ++i) v[3 * n + i] = i == 5 ? -0.0f : 0.0f;
+  if (rows >= 5)
+    for (std::int64_t i = 0; i < n; ++i) v[4 * n + i] = (i % 7 - 3) * 1e-39f;
+  return host(v, {rows, n});
+}
+
+/// x as `dtype` (F32, or BF16: the values rounded once).
+Case hadamardRowsCase(const std::string& name, Shape shape, bool typical, DType dtype = DType::F32) {
+  Case c{.op = "hadamardRows", .name = name};
+  c.typical = typical;
+  c.inputs = [shape, dtype] {
+    const std::int64_t n = shape.back(), rows = Tensor::empty(shape).numel() / n;
+    return Tensors{quantRows(Key{1, static_cast<std::uint32_t>(rows * n)}, rows, n).reshape(shape).to(dtype)};
+  };
+  c.run = [](const Tensors& in) { return Tensors{netops::hadamardRows(in[0])}; };
+  c.reference = [](const Tensors& in) {
+    std::vector<float> y(in[0].numel());
+    ref::hadamardRows(valuesOf(in[0]).data(), in[0].rowCount(), in[0].rowLength(), y.data());
+    return Tensors{host(y, in[0].shape())};
+  };
+  c.outputNames = {"y"};
+  c.cut = {{{0, 1}}, {{0, 1}}};
+  return c;
+}
+
+/// int8Rows (or int8RowsInto, `into`) at `bits`, x as `dtype`; outputs q and s.
+Case int8RowsCase(const QuantShape& s, int bits, bool into, DType dtype = DType::F32) {
+  Case c{.op = into ? "int8RowsInto" : "int8Rows",
+         .name = s.name() + " bits " + std::to_string(bits) + (dtype == DType::BF16 ? " BF16 x" : "")};
+  c.typical = s.typical && bits == 8 && dtype == DType::F32;
+  c.inputs = [s, dtype] { return Tensors{quantRows(Key{2, s.seed()}, s.rows, s.n).to(dtype)}; };
+  c.run = [bits, into](const Tensors& in) {
+    if (!into) {
+      auto o = netops::int8Rows(in[0], bits);
+      return Tensors{o.q, o.s};
+    }
+    const DType codes = in[0].device().isHost() ? DType::F32 : bits == 8 ? DType::I8 : DType::I4;
+    Tensors out{Tensor::empty(in[0].shape(), codes, in[0].device()),
+                Tensor::empty({in[0].dim(0), 1}, DType::F32, in[0].device())};
+    netops::int8RowsInto(in[0], out[0], out[1], bits);
+    return out;
+  };
+  c.reference = [bits](const Tensors& in) {
+    const std::int64_t rows = in[0].dim(0), n = in[0].dim(1);
+    std::vector<float> q(rows * n), scale(rows);
+    ref::int8Rows(valuesOf(in[0]).data(), rows, n, bits, q.data(), scale.data());
+    return Tensors{host(q, {rows, n}), host(scale, {rows, 1})};
+  };
+  c.outputNames = {"q", "s"};
+  c.gpu = GpuCompare::ValuesAsFloats;  // the GPU's I8 / I4 codes against the host's F32 integers
+  c.cut = {{{0, 1}}, {{0, 1}, {1, 1}}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<Case> quantCases() {
+  std::vector<Case> cases;
+  for (const QuantShape& s : kShapes) cases.push_back(hadamardRowsCase(s.name(), {s.rows, s.n}, s.typical));
+  cases.push_back(hadamardRowsCase("[2, 3, 512] leading axes are rows", {2, 3, 512}, false));
+  cases.push_back(hadamardRowsCase("[17, 1024] BF16 x", {17, 1024}, false, DType::BF16));
+  for (int bits : {8, 4})
+    for (const QuantShape& s : kShapes) cases.push_back(int8RowsCase(s, bits, false));
+  for (int bits : {8, 4}) cases.push_back(int8RowsCase(kShapes[5], bits, false, DType::BF16));
+  for (int bits : {8, 4})
+    for (const QuantShape& s : {kShapes[0], kShapes[5], kShapes[6]}) cases.push_back(int8RowsCase(s, bits, true));
+  return cases;
+}
+
+}  // namespace gizml::registry
