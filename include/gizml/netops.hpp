@@ -9,3 +9,4 @@
 #include "gizml/netops/gemm.hpp"
 #include "gizml/netops/pool.hpp"
 #include "gizml/netops/rows.hpp"
+#include "gizml/netops/step.hpp"

@@ -16,6 +16,7 @@
 //   row.forEach(body)              body(at) for each step, in order
 //   row.argmax(x), row.maxValue(x) the SPEC's argmax of a row, and the value there
 //   row.leader()                   true on one lane: the one that writes the row's scalars
+//   row.withLength(m)              the same form over m values (a row read in segments)
 // and `at`, one step's lanes: at.load(p), at.store(p, v), at.stream(p, v) (a streaming store
 // where the host loop asked for them), at.oneHot(index) (1 at that element, else +0).
 #pragma once
@@ -99,6 +100,8 @@ struct HostRow : RowSums<HostRow> {
   };
 
   GIZML_ROW bool leader() const { return true; }
+  /// The same form over another row length (a row read in segments).
+  GIZML_ROW HostRow withLength(std::int64_t length) const { return HostRow(length, streamStores); }
 
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
@@ -191,6 +194,8 @@ struct WarpRow : RowSums<WarpRow> {
   };
 
   GIZML_HD bool leader() const { return lane == 0; }
+  /// The same form over another row length (a row read in segments).
+  GIZML_HD WarpRow withLength(std::int64_t length) const { return WarpRow(length, lane, mask); }
 
   /// sum16's tree across the half-warp; every lane ends with lane 0's value.
   GIZML_HD float tree(float v) const {

@@ -74,6 +74,7 @@ std::vector<Case> gemmCases();
 std::vector<Case> convCases();
 std::vector<Case> poolCases();
 std::vector<Case> attentionCases();
+std::vector<Case> stepCases();
 
 // ---- the runner's helpers --------------------------------------------------------------------------
 
