@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "gizml/gpu.hpp"
+#include "gizml/key.hpp"
 
 namespace gizml::netops {
 
@@ -40,5 +41,27 @@ void candidatesInto(const Gpu& g, std::int64_t rows, std::int64_t vocab, std::in
 /// y[i] = (add ? y[i] : +0) + p[0][i] + ... + p[splits - 1][i], i < total, the parts [splits, total]
 /// at p added in part order, each one F32 add.
 void splitSumInto(const Gpu& g, float* y, const float* p, std::int64_t total, std::int64_t splits, bool add);
+
+/// A token drawn from one row's candidates, and whether the draw may differ from one over the
+/// whole row.
+struct Sampled {
+  std::int64_t token;
+  /// A worker kept TOP_EACH values above the threshold the draw used (the k-th largest kept value;
+  /// with topK = 0, any worker that filled its slots): that worker's next token may have belonged
+  /// to the distribution too, so the true top-k may have been cut.
+  bool mayBeCut;
+};
+
+/// Draws a token from `cand` (one row of candidatesInto, CANDIDATE_ROW floats, in host memory):
+/// 1. the filled candidates, larger value first, ties to the lower token (a row with none: token 0);
+/// 2. temperature 0: the first (the row's argmax);
+/// 3. else the first min(topK, count) (topK = 0: all), p_i = exp((v_i - v_0) / temperature) in
+///    float64, normalised; top-p keeps the shortest prefix whose probabilities add (in order) to at
+///    least topP (topP in (0, 1]; 1 keeps all);
+/// 4. u = key.uniform(0) (word 0 of the key's draw): the first i whose running sum of the kept
+///    probabilities exceeds u times their total.
+/// Deterministic for a key; exact (the same distribution as over the whole row) when topK is in
+/// [1, TOP_EACH], whatever the workers kept. temperature >= 0, topK >= 0, topP in (0, 1].
+Sampled sampleCandidates(const float* cand, double temperature, std::int64_t topK, double topP, Key key);
 
 }  // namespace gizml::netops
