@@ -11,3 +11,4 @@
 #include "gizml/netops/pool.hpp"
 #include "gizml/netops/quant.hpp"
 #include "gizml/netops/rows.hpp"
+#include "gizml/netops/step.hpp"

@@ -79,6 +79,7 @@ std::vector<Case> poolCases();
 std::vector<Case> attentionCases();
 std::vector<Case> normsCases();
 std::vector<Case> quantCases();
+std::vector<Case> stepCases();
 
 // ---- the runner's helpers --------------------------------------------------------------------------
 

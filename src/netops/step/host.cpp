@@ -1,0 +1,121 @@
+// A language model's step: the raw-row entry points' checks, dispatch by device, and the host
+// paths (argmax by the row type over 16 lanes; candidates a worker at a time; the split sum over
+// 16 lanes), OpenMP over rows or elements. They equal tests/reference/step_reference.cpp bit for bit.
+#include <cstdint>
+#include <string>
+
+#include "core/dispatch.hpp"
+#include "core/sizes.hpp"
+#include "exact/row16.hpp"
+#include "exact/vec16.hpp"
+#include "gizml/error.hpp"
+#include "netops/step/step.hpp"
+
+namespace gizml::netops {
+
+// ---- host paths ---------------------------------------------------------------------------------------
+
+namespace step {
+
+void ArgmaxInto::host(const Args& a) { exact::hostRows<ArgmaxInto>(a); }
+
+void CandidatesInto::host(const Args& a) {
+  const std::int64_t items = a.rows * CANDIDATE_WORKERS;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t item = 0; item < items; ++item) {
+    const std::int64_t r = item / CANDIDATE_WORKERS;
+    const int t = static_cast<int>(item % CANDIDATE_WORKERS);
+    worker(a, r, t, a.cand + r * CANDIDATE_ROW + 2 * TOP_EACH * t);
+  }
+}
+
+void SplitSumInto::host(const Args& a) {
+  const std::int64_t steps = (a.total + 15) / 16;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const std::int64_t i = 16 * step, count = a.total - i;
+    const exact::f32x16 start = a.add ? exact::load16(a.y + i, count) : exact::f32x16{};
+    exact::store16(a.y + i,
+                   splitSumValue(start, a.splits, [&](std::int64_t s) { return exact::load16(a.p + s * a.total + i, count); }),
+                   count);
+  }
+}
+
+}  // namespace step
+
+// ---- argument checks -------------------------------------------------------------------------------------
+
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+/// A typed address: not null (where anything is to be read or written) and aligned to its type.
+template <class T>
+void checkAddress(const char* fn, const char* arg, const T* p, bool needed) {
+  if (!needed) return;
+  if (!p) fail(fn, arg, "expected an address, got null");
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0)
+    fail(fn, arg, "expected an address aligned to " + str(alignof(T)) + " bytes");
+}
+
+void checkGpu(const char* fn, const Gpu& g) {
+  if (g.device.isHost()) return;
+  if (!builtWithCuda()) fail(fn, "g", "expected the host: gizml was built without CUDA");
+  if (g.device.index < 0 || g.device.index >= gpuCount())
+    fail(fn, "g", "expected a present GPU, got " + g.device.name() + " (" + str(gpuCount()) + " GPUs found)");
+}
+
+/// The rows of logits argmaxInto and candidatesInto read.
+step::LogitRows checkLogitRows(const char* fn, std::int64_t rows, std::int64_t vocab, std::int64_t stride,
+                               bool indirect, const float* logits, const float* const* blocks) {
+  detail::requireAtLeast(fn, "rows", rows, 0);
+  detail::requireAtLeast(fn, "vocab", vocab, 1);
+  if (vocab > (std::int64_t{1} << 24))
+    fail(fn, "vocab", "expected at most 2^24 tokens (token ids are written as exact F32), got " + str(vocab));
+  detail::requireAtLeast(fn, "stride", stride, 1);
+  if (!indirect && stride < vocab)
+    fail(fn, "stride", "expected a row stride of at least vocab (" + str(vocab) + "), got " + str(stride));
+  detail::checkedMul(fn, "stride", rows, stride);
+  checkAddress(fn, "logits", logits, !indirect && rows > 0);
+  checkAddress(fn, "blocks", blocks, indirect && rows > 0);
+  return step::LogitRows{logits, blocks, vocab, stride, indirect};
+}
+
+}  // namespace
+
+// ---- the ops ---------------------------------------------------------------------------------------------
+
+void argmaxInto(const Gpu& g, std::int64_t rows, std::int64_t vocab, std::int64_t stride, bool indirect, float* top,
+                const float* logits, const float* const* blocks) {
+  const char* fn = "gizml::netops::argmaxInto";
+  checkGpu(fn, g);
+  const step::LogitRows src = checkLogitRows(fn, rows, vocab, stride, indirect, logits, blocks);
+  checkAddress(fn, "top", top, rows > 0);
+  if (rows == 0) return;
+  detail::run<step::ArgmaxInto>(g, {src, rows, vocab, top});
+}
+
+void candidatesInto(const Gpu& g, std::int64_t rows, std::int64_t vocab, std::int64_t stride, bool indirect,
+                    float* cand, const float* logits, const float* const* blocks) {
+  const char* fn = "gizml::netops::candidatesInto";
+  checkGpu(fn, g);
+  const step::LogitRows src = checkLogitRows(fn, rows, vocab, stride, indirect, logits, blocks);
+  detail::checkedMul(fn, "rows", rows, CANDIDATE_ROW);
+  checkAddress(fn, "cand", cand, rows > 0);
+  if (rows == 0) return;
+  detail::run<step::CandidatesInto>(g, {src, rows, cand});
+}
+
+void splitSumInto(const Gpu& g, float* y, const float* p, std::int64_t total, std::int64_t splits, bool add) {
+  const char* fn = "gizml::netops::splitSumInto";
+  checkGpu(fn, g);
+  detail::requireAtLeast(fn, "total", total, 0);
+  detail::requireAtLeast(fn, "splits", splits, 1);
+  detail::checkedMul(fn, "splits", splits, total);
+  checkAddress(fn, "y", y, total > 0);
+  checkAddress(fn, "p", p, total > 0);
+  if (total == 0) return;
+  detail::run<step::SplitSumInto>(g, {y, p, total, splits, add});
+}
+
+}  // namespace gizml::netops

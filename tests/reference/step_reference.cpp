@@ -1,0 +1,48 @@
+#include "reference/step_reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "reference/rows_reference.hpp"
+
+namespace gizml::reference {
+
+float LogitSource::at(std::int64_t r, std::int64_t t) const {
+  return indirect ? blocks[static_cast<std::size_t>(t / stride)][r * stride + t % stride] : logits[r * stride + t];
+}
+
+void argmaxInto(const LogitSource& src, std::int64_t rows, float* top) {
+  std::vector<float> row(static_cast<std::size_t>(src.vocab));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t t = 0; t < src.vocab; ++t) row[t] = src.at(r, t);
+    top[r] = static_cast<float>(argmaxRow(row.data(), src.vocab));
+  }
+}
+
+void candidatesInto(const LogitSource& src, std::int64_t rows, float* cand) {
+  const int workers = 256, each = 4;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (int t = 0; t < workers; ++t) {
+      std::vector<std::pair<float, std::int64_t>> mine;
+      for (std::int64_t id = t; id < src.vocab; id += workers)
+        if (!std::isnan(src.at(r, id))) mine.push_back({src.at(r, id), id});
+      std::stable_sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      float* out = cand + r * 2048 + 2 * each * t;
+      for (int slot = 0; slot < each; ++slot) {
+        const bool kept = slot < static_cast<int>(mine.size());
+        out[2 * slot] = kept ? mine[slot].first : -INFINITY;
+        out[2 * slot + 1] = kept ? static_cast<float>(mine[slot].second) : -1.0f;
+      }
+    }
+}
+
+void splitSumInto(float* y, const float* p, std::int64_t total, std::int64_t splits, bool add) {
+  for (std::int64_t i = 0; i < total; ++i) {
+    float acc = add ? y[i] : 0.0f;
+    for (std::int64_t s = 0; s < splits; ++s) acc = acc + p[s * total + i];
+    y[i] = acc;
+  }
+}
+
+}  // namespace gizml::reference
