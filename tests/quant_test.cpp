@@ -235,3 +235,56 @@ TEST(Int8RowsCuda, CodesAreI8OrI4) {
   Tensor q = Tensor::zeros({3, 512}, DType::F32, x.device()), s = Tensor::zeros({3, 1}, DType::F32, x.device());
   expectThrowsNaming([&] { netops::int8RowsInto(x, q, s); }, "gizml::netops::int8RowsInto", "q");
 }
+
+// ---- modulatedInt8RowsInto ----------------------------------------------------------------------------
+
+namespace {
+/// {x [rows, n], w [n], shift, scale [2, n], map [rows]} for modulatedInt8RowsInto.
+std::vector<Tensor> modulatedInputs(std::int64_t rows, std::int64_t n) {
+  std::vector<float> map(rows);
+  for (std::int64_t r = 0; r < rows; ++r) map[r] = static_cast<float>(r % 2);
+  return {host(randomFloats(Key{11, 1}, rows * n, 2.0f), {rows, n}), host(randomFloats(Key{11, 2}, n), {n}),
+          host(randomFloats(Key{11, 3}, 2 * n, 0.1f), {2, n}), host(randomFloats(Key{11, 4}, 2 * n, 0.1f), {2, n}),
+          host(map, {rows})};
+}
+}  // namespace
+
+TEST(ModulatedInt8Rows, EqualsModulatedNormThenInt8Rows) {
+  // SPEC §1.6: the fused op equals modulatedNormInto a BF16 y, then int8RowsInto of y, bit for bit.
+  const std::int64_t rows = 5, n = 768;
+  const std::vector<Tensor> in = modulatedInputs(rows, n);
+  for (int bits : {8, 4})
+    for (bool centered : {false, true}) {
+      SCOPED_TRACE("bits " + std::to_string(bits) + (centered ? " centered" : " rms"));
+      Tensor y = Tensor::zeros({rows, n}, DType::BF16), q = Tensor::zeros({rows, n}), s = Tensor::zeros({rows, 1});
+      netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, y, q, s, centered, bits);
+      Tensor y2 = Tensor::zeros({rows, n}, DType::BF16), q2 = Tensor::zeros({rows, n}), s2 = Tensor::zeros({rows, 1});
+      netops::modulatedNormInto(in[0], in[1], in[2], in[3], in[4], 1e-6, centered, y2);
+      netops::int8RowsInto(y2, q2, s2, bits);
+      EXPECT_TRUE(sameBits(y.toFloats(), y2.toFloats())) << "y";
+      EXPECT_TRUE(sameBits(q.toFloats(), q2.toFloats())) << "q";
+      EXPECT_TRUE(sameBits(s.toFloats(), s2.toFloats())) << "s";
+      Tensor q3 = Tensor::zeros({rows, n}), s3 = Tensor::zeros({rows, 1});
+      netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q3, s3, centered, bits);
+      EXPECT_TRUE(sameBits(q3.toFloats(), q.toFloats())) << "without y, the same codes";
+    }
+}
+
+TEST(ModulatedInt8Rows, BadInput) {
+  const char* fn = "gizml::netops::modulatedInt8RowsInto";
+  const std::int64_t rows = 2, n = 256;
+  std::vector<Tensor> in = modulatedInputs(rows, n);
+  Tensor q = Tensor::zeros({rows, n}, DType::F32), s = Tensor::zeros({rows, 1}), y = Tensor::zeros({rows, n}, DType::BF16);
+  auto call = [&](const Tensor& x, const Tensor& map, const Tensor& yy, const Tensor& qq, int bits) {
+    netops::modulatedInt8RowsInto(x, in[1], in[2], in[3], map, 1e-6, yy, qq, s, false, bits);
+  };
+  expectThrowsNaming([&] { call(in[0], in[4], y, q, 5); }, fn, "bits");
+  const std::vector<Tensor> narrow = modulatedInputs(rows, 300);
+  expectThrowsNaming([&] { netops::modulatedInt8RowsInto(narrow[0], narrow[1], narrow[2], narrow[3], narrow[4], 1e-6,
+                                                         Tensor(), Tensor::zeros({rows, 300}), s, false); },
+                     fn, "x");
+  expectThrowsNaming([&] { call(in[0], host({0, 2}, {2}), y, q, 8); }, fn, "map");
+  expectThrowsNaming([&] { call(in[0], in[4], Tensor::zeros({rows, n}), q, 8); }, fn, "y");
+  expectThrowsNaming([&] { call(in[0], in[4], y, Tensor::zeros({rows, n}, DType::I8), 8); }, fn, "q");
+  EXPECT_TRUE(sameBits(q.toFloats(), std::vector<float>(rows * n, 0.0f))) << "a failed call writes nothing";
+}

@@ -15,6 +15,14 @@ GIZML_HD std::uint16_t floatToBF16(float x) {
 GIZML_HD float bf16ToFloat(std::uint16_t h) { return fromBits(static_cast<std::uint32_t>(h) << 16); }
 /// x rounded to the nearest BF16 value, kept as F32.
 GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
+/// The same on a lane type (a float, or the host's 16 lanes): floatToBF16's bits, widened back.
+template <class F>
+GIZML_HD F roundToBF16Lanes(F x) {
+  const auto b = toBits(x);
+  const auto rounded = (b + (0x7fffu + ((b >> 16) & 1u))) & 0xffff0000u;
+  const auto quiet = (b | 0x00400000u) & 0xffff0000u;  // NaN: a quiet NaN, sign and top payload kept
+  return fromBits(select(isNan(x), quiet, rounded));
+}
 
 /// F32 -> F16 (IEEE binary16), round to nearest even with subnormals; overflow goes to inf; NaN
 /// stays a quiet NaN.

@@ -17,6 +17,7 @@
 //   row.argmax(x), row.maxValue(x) the SPEC's argmax of a row, and the value there
 //   row.leader()                   true on one lane: the one that writes the row's scalars
 //   row.ofLength(m)                the same form over m elements (a slice, a channel)
+//   row.stepAt(i)                  the step at element i (16 i'), as forEach would hand it
 // and `at`, one step's lanes: at.load(p), at.store(p, v), at.stream(p, v) (a streaming store
 // where the host loop asked for them), at.oneHot(index) (1 at that element, else +0). A BF16 row
 // is a std::uint16_t*: at.load widens it exactly, at.store rounds to BF16 (SPEC §1.4).
@@ -114,6 +115,8 @@ struct HostRow : RowSums<HostRow> {
   GIZML_ROW bool leader() const { return true; }
   /// The same form over another length (a slice of a row, a channel of a group).
   GIZML_ROW HostRow ofLength(std::int64_t m) const { return HostRow{m, streamStores}; }
+  /// The step whose lanes start at element i (a multiple of 16): what forEach hands its body there.
+  GIZML_ROW At stepAt(std::int64_t i) const { return At{i, n - i < 16 ? n - i : 16, streamStores}; }
 
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
@@ -209,6 +212,8 @@ struct WarpRow : RowSums<WarpRow> {
 
   GIZML_HD bool leader() const { return lane == 0; }
   GIZML_HD WarpRow ofLength(std::int64_t m) const { return WarpRow{m, lane, mask}; }
+  /// The step whose lanes start at element i (a multiple of 16): this lane's element i + lane.
+  GIZML_HD At stepAt(std::int64_t i) const { return At{i + lane}; }
 
   /// sum16's tree across the half-warp; every lane ends with lane 0's value.
   GIZML_HD float tree(float v) const {

@@ -2,6 +2,7 @@
 // row, more rows than one GPU block (8 rows of 16 lanes); a row with a NaN (its block of y NaN), a
 // row with +inf (int8Rows: s = inf), a row of zeros with a -0 (s = 1e-30), a row of subnormals
 // (codes clamped), and withSpecials' NaN / ±inf / -0.
+#include "reference/norms_reference.hpp"
 #include "reference/quant_reference.hpp"
 #include "registry/registry.hpp"
 #include "support/inputs.hpp"
@@ -82,6 +83,47 @@ Case int8RowsCase(const QuantShape& s, int bits, bool into, DType dtype = DType:
   return c;
 }
 
+/// modulatedInt8RowsInto {x, w, shift, scale, map} (3 modulations, row r takes (5 r) % 3); outputs
+/// q, s and, `withY`, the BF16 rows.
+Case modulatedInt8RowsCase(const QuantShape& s, int bits, bool centered, bool withY) {
+  Case c{.op = "modulatedInt8RowsInto",
+         .name = s.name() + " bits " + std::to_string(bits) + (centered ? " centered" : " rms") + (withY ? " y" : "")};
+  c.typical = s.typical && bits == 8 && !centered && withY;
+  const std::int64_t mods = 3;
+  c.inputs = [s] {
+    std::vector<float> map(s.rows);
+    for (std::int64_t r = 0; r < s.rows; ++r) map[r] = static_cast<float>((5 * r) % mods);
+    return Tensors{quantRows(Key{3, s.seed()}, s.rows, s.n), host(test::randomFloats(Key{4, 0}, s.n), {s.n}),
+                   host(test::randomFloats(Key{5, 0}, mods * s.n, 0.1f), {mods, s.n}),
+                   host(test::randomFloats(Key{6, 0}, mods * s.n, 0.1f), {mods, s.n}), host(map, {s.rows})};
+  };
+  c.run = [bits, centered, withY](const Tensors& in) {
+    const Device d = in[0].device();
+    const DType codes = d.isHost() ? DType::F32 : bits == 8 ? DType::I8 : DType::I4;
+    Tensors out{Tensor::empty(in[0].shape(), codes, d), Tensor::empty({in[0].dim(0), 1}, DType::F32, d)};
+    if (withY) out.push_back(Tensor::empty(in[0].shape(), DType::BF16, d));
+    netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, withY ? out[2] : Tensor(), out[0], out[1],
+                                  centered, bits);
+    return out;
+  };
+  c.reference = [bits, centered, withY](const Tensors& in) {  // modulatedNorm, rounded to BF16, then int8Rows
+    const std::int64_t rows = in[0].dim(0), n = in[0].dim(1);
+    std::vector<float> y(rows * n), q(rows * n), scale(rows);
+    ref::modulatedNorm(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(), valuesOf(in[3]).data(),
+                       valuesOf(in[4]).data(), 1e-6, centered, rows, n, y.data());
+    const Tensor yBF16 = host(y, {rows, n}).to(DType::BF16);
+    ref::int8Rows(valuesOf(yBF16).data(), rows, n, bits, q.data(), scale.data());
+    Tensors out{host(q, {rows, n}), host(scale, {rows, 1})};
+    if (withY) out.push_back(yBF16);
+    return out;
+  };
+  c.outputNames = {"q", "s", "y"};
+  c.gpu = GpuCompare::ValuesAsFloats;
+  c.cut = {{{0, 1}, {4, 1}}, {{0, 1}, {1, 1}}};
+  if (withY) c.cut.outputs.push_back({2, 1});
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> quantCases() {
@@ -94,6 +136,11 @@ std::vector<Case> quantCases() {
   for (int bits : {8, 4}) cases.push_back(int8RowsCase(kShapes[5], bits, false, DType::BF16));
   for (int bits : {8, 4})
     for (const QuantShape& s : {kShapes[0], kShapes[5], kShapes[6]}) cases.push_back(int8RowsCase(s, bits, true));
+  for (int bits : {8, 4})
+    for (bool centered : {false, true})
+      for (const QuantShape& s : {kShapes[0], kShapes[2], kShapes[5]})
+        cases.push_back(modulatedInt8RowsCase(s, bits, centered, s.rows > 2));
+  cases.push_back(modulatedInt8RowsCase(kShapes[6], 8, false, true));
   return cases;
 }
 

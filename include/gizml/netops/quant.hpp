@@ -37,4 +37,13 @@ Int8RowsResult int8Rows(const Tensor& x, int bits = 8);
 /// x's device. Nothing is written when an argument is wrong.
 void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits = 8);
 
+/// int8Rows of modulatedNorm's rows rounded to BF16, in one pass: the same bits as
+/// modulatedNormInto(x, w, shift, scale, map, eps, centered, a BF16 y), then int8RowsInto(y, q, s,
+/// bits) (SPEC §1.6). x [rows, width] F32 with width a multiple of 256; w, shift, scale and map as
+/// modulatedNorm's; q and s as int8RowsInto's. y: Tensor() for none, or BF16 [rows, width], which
+/// then receives the BF16 rows too. On a GPU a bad map entry sets the device error flag and its
+/// row is skipped.
+void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                           double eps, const Tensor& y, const Tensor& q, const Tensor& s, bool centered, int bits = 8);
+
 }  // namespace gizml::netops

@@ -76,29 +76,35 @@ void checkMap(const char* fn, const Tensor& map, std::int64_t rows, std::int64_t
 
 // ---- the ops ---------------------------------------------------------------------------------------------
 
-namespace {
-
-/// modulatedNorm(Into)'s checks, naming `fn`, then the run.
-void modulatedNormRun(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
-                      const Tensor& map, double eps, bool centered, const Tensor& y) {
+norms::ModulatedNorm::Args norms::checkModulated(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift,
+                                                 const Tensor& scale, const Tensor& map, double eps, bool centered) {
   checkRowMatrix(fn, "x", x);
   const std::int64_t rows = x.dim(0), n = x.dim(1);
   detail::requireVector(fn, "w", w, n);
   checkModulation(fn, "shift", shift, n);
   detail::requireShape(fn, "scale", scale, shift.shape());
   detail::requireDType(fn, "scale", scale, DType::F32);
+  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}});
+  const float eps32 = detail::checkedEps(fn, eps);
+  checkMap(fn, map, rows, shift.dim(0));
+  return {x.data<float>(), w.data<float>(), shift.data<float>(), scale.data<float>(), map.data<float>(), eps32,
+          centered, rows, n, shift.dim(0), nullptr, nullptr};
+}
+
+namespace {
+
+/// modulatedNorm(Into)'s checks, naming `fn`, then the run.
+void modulatedNormRun(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                      const Tensor& map, double eps, bool centered, const Tensor& y) {
+  norms::ModulatedNorm::Args a = norms::checkModulated(fn, x, w, shift, scale, map, eps, centered);
   detail::requireDefined(fn, "y", y);
-  detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}, {"y", &y}});
+  detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}});
   if (y.dtype() != DType::BF16 && !(y.dtype() == DType::F32 && y.device().isHost()))
     fail(fn, "y", "expected BF16 (or F32 on the host), got " + dtypeName(y.dtype()) + " on " + y.device().name());
   detail::requireShape(fn, "y", y, x.shape());
-  const float eps32 = detail::checkedEps(fn, eps);
-  checkMap(fn, map, rows, shift.dim(0));
-  const bool bf16 = y.dtype() == DType::BF16;
-  detail::run<norms::ModulatedNorm>(
-      detail::gpuOf(x), {x.data<float>(), w.data<float>(), shift.data<float>(), scale.data<float>(), map.data<float>(),
-                         eps32, centered, rows, n, shift.dim(0), bf16 ? nullptr : y.data<float>(),
-                         bf16 ? y.data<std::uint16_t>() : nullptr});
+  if (y.dtype() == DType::BF16) a.yBF16 = y.data<std::uint16_t>();
+  else a.y = y.data<float>();
+  detail::run<norms::ModulatedNorm>(detail::gpuOf(x), a);
 }
 
 }  // namespace

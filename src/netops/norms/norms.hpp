@@ -9,6 +9,7 @@
 #include "exact/math.hpp"
 #include "exact/row16.hpp"
 #include "gizml/gpu.hpp"
+#include "gizml/tensor.hpp"
 #include "netops/rows/rows.hpp"
 #if !defined(__CUDACC__)
 #include "exact/vec16.hpp"
@@ -125,6 +126,11 @@ struct ModulatedNorm {
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
+
+/// modulatedNorm's checks (the public functions' and modulatedInt8RowsInto's), naming `fn`: its
+/// arguments but the outputs (y and yBF16 null). Host code.
+ModulatedNorm::Args checkModulated(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift,
+                                   const Tensor& scale, const Tensor& map, double eps, bool centered);
 
 /// gatedNormAddInto: x = fma((y * rsqrt(dot16(y, y) / n + eps)) * w, gate[map[r]], x), y BF16.
 struct GatedNormAdd {

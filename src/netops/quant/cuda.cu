@@ -9,4 +9,6 @@ void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<Hadama
 
 void Int8Rows::cuda(const Gpu& g, const Args& a) { detail::launchRows<Int8Rows>(g, a); }
 
+void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map"); }
+
 }  // namespace gizml::netops::quant

@@ -14,6 +14,7 @@ namespace gizml::netops {
 namespace quant {
 void HadamardRows::host(const Args& a) { exact::hostRows<HadamardRows>(a); }
 void Int8Rows::host(const Args& a) { exact::hostRows<Int8Rows>(a); }
+void ModulatedInt8Rows::host(const Args& a) { exact::hostRows<ModulatedInt8Rows>(a); }
 }  // namespace quant
 
 namespace {
@@ -51,13 +52,15 @@ void checkBits(const char* fn, int bits) {
   if (bits != 8 && bits != 4) fail(fn, "bits", "expected 8 or 4, got " + std::to_string(bits));
 }
 
+/// How q holds its codes: F32 integers, I8, or I4.
+quant::Codes codesOf(const Tensor& q) {
+  return q.dtype() == DType::F32 ? quant::Codes::F32 : q.dtype() == DType::I8 ? quant::Codes::I8 : quant::Codes::I4;
+}
+
 void int8RowsRun(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
-  const quant::Codes codes = q.dtype() == DType::F32  ? quant::Codes::F32
-                             : q.dtype() == DType::I8 ? quant::Codes::I8
-                                                      : quant::Codes::I4;
   const float maxCode = bits == 8 ? 127.0f : 7.0f;
   detail::run<quant::Int8Rows>(detail::gpuOf(x),
-                               {blockRowsOf(x), maxCode, -(maxCode + 1.0f), maxCode, codes, q.raw(), s.data<float>()});
+                               {blockRowsOf(x), maxCode, -(maxCode + 1.0f), maxCode, codesOf(q), q.raw(), s.data<float>()});
 }
 
 }  // namespace
@@ -76,10 +79,9 @@ Int8RowsResult int8Rows(const Tensor& x, int bits) {
   return out;
 }
 
-void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
-  const char* fn = "gizml::netops::int8RowsInto";
-  checkBits(fn, bits);
-  checkBlockRows(fn, "x", x, true);
+namespace {
+/// int8RowsInto's outputs for rows like x's: q (codes) and s ([rows, 1] F32) on x's device.
+void checkCodes(const char* fn, const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
   detail::requireDefined(fn, "q", q);
   detail::requireDefined(fn, "s", s);
   detail::requireSameDevice(fn, {{"x", &x}, {"q", &q}, {"s", &s}});
@@ -87,7 +89,33 @@ void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
   detail::requireShape(fn, "q", q, x.shape());
   detail::requireDType(fn, "s", s, DType::F32);
   detail::requireShape(fn, "s", s, {x.dim(0), 1});
+}
+}  // namespace
+
+void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
+  const char* fn = "gizml::netops::int8RowsInto";
+  checkBits(fn, bits);
+  checkBlockRows(fn, "x", x, true);
+  checkCodes(fn, x, q, s, bits);
   int8RowsRun(x, q, s, bits);
+}
+
+void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                           double eps, const Tensor& y, const Tensor& q, const Tensor& s, bool centered, int bits) {
+  const char* fn = "gizml::netops::modulatedInt8RowsInto";
+  checkBits(fn, bits);
+  norms::ModulatedNorm::Args norm = norms::checkModulated(fn, x, w, shift, scale, map, eps, centered);
+  checkBlockRows(fn, "x", x, true);
+  checkCodes(fn, x, q, s, bits);
+  if (y.defined()) {
+    detail::requireDType(fn, "y", y, DType::BF16);
+    detail::requireShape(fn, "y", y, x.shape());
+    detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}});
+    norm.yBF16 = y.data<std::uint16_t>();
+  }
+  const float maxCode = bits == 8 ? 127.0f : 7.0f;
+  detail::run<quant::ModulatedInt8Rows>(detail::gpuOf(x), {norm, maxCode, -(maxCode + 1.0f), maxCode, codesOf(q), q.raw(),
+                                                          s.data<float>(), norm.rows, norm.n, norm.mods});
 }
 
 }  // namespace gizml::netops

@@ -10,6 +10,7 @@
 #include "exact/hd.hpp"
 #include "exact/row16.hpp"
 #include "gizml/gpu.hpp"
+#include "netops/norms/norms.hpp"
 
 namespace gizml::netops::quant {
 
@@ -123,6 +124,60 @@ struct Int8Rows {
     }
   }
 #endif
+};
+
+/// modulatedInt8RowsInto: int8Rows of modulatedNorm's rows rounded to BF16, in one pass (SPEC
+/// §1.6: the same bits as the two ops one after the other). Each 256-block of the modulated row is
+/// computed in registers, rounded to BF16 (stored to y when asked), transformed; twice, as
+/// int8Rows transforms twice (once for the maximum, once for the codes).
+struct ModulatedInt8Rows {
+  static constexpr const char* kName = "gizml::netops::modulatedInt8RowsInto";
+  struct Args {
+    norms::ModulatedNorm::Args norm;  // x, w, shift, scale, map, eps, centered, rows, n, mods; yBF16 or null
+    float maxCode, lo, hi;
+    Codes codes;
+    void* q;
+    float* s;
+    std::int64_t rows, n, mods;  // the norm's, where the row loops and the map check look for them
+  };
+  GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return norms::ModulatedNorm::mapped(a.norm, r); }
+  /// The 256-block at element b of row r: modulatedNorm's values rounded to BF16 (stored to y on
+  /// the first pass when asked), then the Hadamard transform.
+  template <class Row, class F>
+  GIZML_HD static void block(const Row& row, const Args& a, std::int64_t r, const exact::MeanRstd& st, std::int64_t b,
+                             bool storeY, F (&v)[16]) {
+    const norms::ModulatedNorm::Args& m = a.norm;
+    const std::int64_t at0 = r * m.n;
+    const float *shift = m.shift + mapped(a, r) * m.n, *scale = m.scale + mapped(a, r) * m.n;
+    for (int k = 0; k < 16; ++k) {
+      const auto at = row.stepAt(b + 16 * k);
+      v[k] = exact::roundToBF16Lanes(norms::modulatedValue(at.load(m.x + at0), st.mean, st.rstd, at.load(m.w),
+                                                           at.load(scale), at.load(shift)));
+      if (storeY) at.store(m.yBF16 + at0, v[k]);  // exact: v is a BF16 value already
+    }
+    exact::hadamard256(row, v);
+  }
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    using F = typename Row::F;
+    const exact::MeanRstd st = norms::modulatedStats(row, a.norm.x + r * a.norm.n, a.norm.eps, a.norm.centered);
+    F best = F{};
+    for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
+      F v[16];
+      block(row, a, r, st, b, a.norm.yBF16 != nullptr, v);
+      for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
+    }
+    const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
+    const Int8Rows::Args codes{{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
+    for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
+      F v[16];
+      block(row, a, r, st, b, false, v);
+      for (int k = 0; k < 16; ++k) Int8Rows::storeCodes(row, codes, r * a.n + b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
+    }
+    if (row.leader()) a.s[r] = s;
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
 };
 
 }  // namespace gizml::netops::quant
