@@ -1,7 +1,8 @@
 // The diffusion norms (SPEC §3 "Diffusion norms and 8-bit rows") beyond the registry's checks
 // (tests/registry/norms_cases.cpp): accuracy against float64, how they compose with the row ops,
-// bad input (outputs untouched) and bad row maps on a GPU. PyTorch's values are not here yet: the
-// float64 formulas are the anchor.
+// PyTorch's values (tests/data/make_torch_norms_values.py: pixel norm with eps 1e-8, group_norm
+// with SiLU, AdaLN over rms_norm and layer_norm), bad input (outputs untouched) and bad row maps on
+// a GPU.
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -473,4 +474,53 @@ TEST(RowNormRope, BadInput) {
   expectThrowsNaming(call(v.data(), 10, -1, 8, 4, w, 1e-6, c, s), fn, "rows");
   expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, -1.0, c, s), fn, "eps");
   EXPECT_EQ(v, in.v) << "the rows must be untouched";
+}
+
+// ---- against PyTorch (tests/data/torch_norms.txt) ----------------------------------------------------
+
+namespace {
+/// |got - want| <= tolerance (1 + |want|) for every element.
+void expectNear(const std::vector<float>& got, const std::vector<double>& want, double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tolerance * (1.0 + std::fabs(want[i]))) << "element " << i;
+}
+}  // namespace
+
+TEST(PixelNorm, MatchesPyTorch) {
+  const auto cases = gizml::test::torchCases("torch_norms.txt", "pixelNorm");
+  ASSERT_GE(cases.size(), 3u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto& v = c.ints;  // frames, c, pixels, act
+    Tensor x = host(c.floats("x"), {v[0], v[1], v[2]}), out = Tensor::zeros(x.shape());
+    netops::pixelNormInto(x, 1e-8, v[3] != 0, out);
+    expectNear(out.toVector<float>(), c.field("y"), 2e-6);
+  }
+}
+
+TEST(GroupNorm, MatchesPyTorch) {
+  const auto cases = gizml::test::torchCases("torch_norms.txt", "groupNorm");
+  ASSERT_GE(cases.size(), 4u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const gizml::Shape shape(c.ints.begin() + 2, c.ints.end());  // after groups and act
+    const std::int64_t channels = shape[0];
+    Tensor y = netops::groupNorm(host(c.floats("x"), shape), c.ints[0], host(c.floats("weight"), {channels}),
+                                 host(c.floats("bias"), {channels}), c.field("eps").at(0), c.ints[1] != 0, DType::F32);
+    expectNear(y.toVector<float>(), c.field("y"), 1e-5);
+  }
+}
+
+TEST(ModulatedNorm, MatchesPyTorchAdaLN) {
+  const auto cases = gizml::test::torchCases("torch_norms.txt", "adaLN");
+  ASSERT_GE(cases.size(), 3u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::int64_t rows = c.ints[0], n = c.ints[1], mods = c.ints[2];
+    Tensor y = netops::modulatedNorm(host(c.floats("x"), {rows, n}), host(c.floats("weight"), {n}),
+                                     host(c.floats("shift"), {mods, n}), host(c.floats("scale"), {mods, n}),
+                                     host(c.floats("map"), {rows}), c.field("eps").at(0), c.ints[3] != 0);
+    expectNear(y.toVector<float>(), c.field("y"), 1e-5);
+  }
 }

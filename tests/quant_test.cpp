@@ -52,6 +52,20 @@ TEST(HadamardRows, MatchesTheDenseMatrixInFloat64) {
   std::printf("hadamardRows vs float64: worst %.3f u ||x_block||_2 (bound 48)\n", worst);
 }
 
+TEST(HadamardRows, MatchesTheKroneckerDefinition) {
+  // tests/data/make_torch_norms_values.py: x times H4 (x) H4 (x) H4 (x) H4 / 16 by torch.kron, in
+  // float64; the four stages round each step, so within 1e-6 (1 + |y|).
+  const auto cases = gizml::test::torchCases("torch_norms.txt", "hadamard");
+  ASSERT_GE(cases.size(), 2u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto y = netops::hadamardRows(host(c.floats("x"), {c.ints[0], c.ints[1]})).toVector<float>();
+    const auto& want = c.field("y");
+    ASSERT_EQ(y.size(), want.size());
+    for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-6 * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
 TEST(HadamardRows, OneHotGivesTheMatrixColumnExactly) {
   // The SPEC's stages and its matrix entries (-1)^c / 16 are the same transform.
   for (int j : {0, 1, 3, 17, 63, 64, 200, 255}) {
