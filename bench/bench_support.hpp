@@ -1,7 +1,11 @@
 // What every benchmark file shares: the device to run on and waiting for it.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "gizml/gizml.hpp"
@@ -17,6 +21,30 @@ inline Device benchDevice() {
 /// Waits for the device's queued work (a no-op on the host), so a timing covers the op.
 inline void finish(const Device& d) {
   if (d.isCuda()) Gpu::open(d.index).synchronize();
+}
+
+/// A copy of rows x cols floats from one buffer to another (reads and writes the bytes once each),
+/// threads splitting it as they split the ops: the bandwidth every op's bytes/s is read against.
+inline void BM_Copy(benchmark::State& state) {
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0)) * static_cast<std::size_t>(state.range(1)) * 4;
+  const Device d = benchDevice();
+  Tensor src = Tensor::uniform(Key{1, 1}, {state.range(0), state.range(1)}, d);
+  Tensor dst = Tensor::zeros({state.range(0), state.range(1)}, DType::F32, d);
+  for (auto _ : state) {
+    if (d.isHost()) {
+      // Threads split the copy as they split the ops.
+      const auto* s = static_cast<const char*>(src.raw());
+      auto* t = static_cast<char*>(dst.raw());
+      const std::size_t chunk = 1 << 20;
+#pragma omp parallel for schedule(static)
+      for (std::size_t off = 0; off < bytes; off += chunk) std::memcpy(t + off, s + off, std::min(chunk, bytes - off));
+    } else {
+      dst.copyFrom(src);
+    }
+    finish(d);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * state.iterations());
 }
 
 }  // namespace gizml::bench

@@ -1,6 +1,6 @@
 // The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows and
 // hadamardRows in values/s (items) and bytes/s (x read once, the outputs written once), beside
-// BM_Copy of rows_bench.cpp for the machine's bandwidth. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
+// BM_Copy of norms_bench.cpp (the same [8192, 3072]) for the machine's bandwidth. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
 #include <benchmark/benchmark.h>
 
 #include "bench_support.hpp"

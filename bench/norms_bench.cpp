@@ -1,0 +1,106 @@
+// The diffusion norms and the fused 8-bit rows on a video transformer's shapes (25M values: rows of
+// 3072, or a [c, h w] image), beside a copy of as many floats measured just before them in the same
+// run, so bytes/s reads as a share of the machine's bandwidth (bytes: each input read once, each
+// output written once). GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "bench_support.hpp"
+#include "gizml/gizml.hpp"
+
+using gizml::DType;
+using gizml::Key;
+using gizml::Tensor;
+namespace netops = gizml::netops;
+
+namespace {
+
+constexpr std::int64_t kRows = 8192, kWidth = 3072, kMods = 4;
+
+/// w [width], shift and scale [mods, width], map [rows] on d.
+struct Modulation {
+  Tensor w, shift, scale, map;
+  explicit Modulation(gizml::Device d)
+      : w(Tensor::normal(Key{2, 2}, {kWidth}, d)),
+        shift(Tensor::normal(Key{3, 3}, {kMods, kWidth}, d)),
+        scale(Tensor::normal(Key{4, 4}, {kMods, kWidth}, d)) {
+    std::vector<float> m(kRows);
+    for (std::int64_t r = 0; r < kRows; ++r) m[r] = static_cast<float>(r % kMods);
+    map = Tensor::fromVector(m, {kRows}).to(d);
+  }
+};
+
+/// Runs `op` in the timing loop, counting `bytes` an iteration.
+template <class Op>
+void timed(benchmark::State& state, gizml::Device d, std::size_t bytes, Op op) {
+  for (auto _ : state) {
+    op();
+    gizml::bench::finish(d);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+}
+
+void BM_ModulatedNorm(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  const Tensor x = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d);
+  const Modulation m(d);
+  Tensor y = Tensor::empty({kRows, kWidth}, d.isHost() ? DType::F32 : DType::BF16, d);
+  timed(state, d, x.bytes() + y.bytes(),
+        [&] { netops::modulatedNormInto(x, m.w, m.shift, m.scale, m.map, 1e-6, false, y); });
+}
+
+void BM_GatedNormAdd(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor x = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d);
+  const Tensor y = Tensor::normal(Key{5, 5}, {kRows, kWidth}, d).to(DType::BF16);
+  const Modulation m(d);
+  timed(state, d, 2 * x.bytes() + y.bytes(), [&] { netops::gatedNormAddInto(x, y, m.w, m.shift, m.map, 1e-6); });
+}
+
+void BM_ModulatedInt8Rows(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  const Tensor x = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d);
+  const Modulation m(d);
+  Tensor q = Tensor::empty({kRows, kWidth}, d.isHost() ? DType::F32 : DType::I8, d);
+  Tensor s = Tensor::empty({kRows, 1}, DType::F32, d);
+  timed(state, d, x.bytes() + q.bytes(),
+        [&] { netops::modulatedInt8RowsInto(x, m.w, m.shift, m.scale, m.map, 1e-6, Tensor(), q, s, false); });
+  state.SetItemsProcessed(kRows * kWidth * state.iterations());
+}
+
+void BM_PixelNorm(benchmark::State& state) {  // 8 frames of 384 channels x 8192 pixels, in place
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor x = Tensor::normal(Key{1, 1}, {8, 384, 8192}, d);
+  timed(state, d, 2 * x.bytes(), [&] { netops::pixelNormInto(x, 1e-8, true, x); });
+}
+
+void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 groups
+  const gizml::Device d = gizml::bench::benchDevice();
+  const Tensor x = Tensor::normal(Key{1, 1}, {512, 48, 1024}, d);
+  const Tensor w = Tensor::normal(Key{2, 2}, {512}, d), b = Tensor::normal(Key{3, 3}, {512}, d);
+  timed(state, d, 2 * x.bytes(), [&] { benchmark::DoNotOptimize(netops::groupNorm(x, 32, w, b, 1e-6, true, DType::F32).raw()); });
+}
+
+void BM_RowNormRope(benchmark::State& state) {  // BF16 rows of 3072, heads of 128, in place
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor v = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d).to(DType::BF16);
+  const Tensor w = Tensor::normal(Key{2, 2}, {kWidth}, d);
+  const Tensor cos = Tensor::uniform(Key{6, 6}, {kRows, kWidth / 2}, d), sin = Tensor::uniform(Key{7, 7}, {kRows, kWidth / 2}, d);
+  const gizml::Gpu g{d, nullptr};
+  timed(state, d, 2 * v.bytes() + cos.bytes() + sin.bytes(), [&] {
+    netops::rowNormRopeInto(g, v.data<std::uint16_t>(), kWidth, kRows, kWidth, 128, w.data<float>(), 1e-6,
+                            cos.data<float>(), sin.data<float>());
+  });
+}
+
+}  // namespace
+
+BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kRows, kWidth})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ModulatedNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ModulatedInt8Rows)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PixelNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GroupNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RowNormRope)->Unit(benchmark::kMillisecond)->UseRealTime();
