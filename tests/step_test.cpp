@@ -191,3 +191,41 @@ TEST(SampleCandidates, BadInput) {
   expectThrowsNaming([&] { netops::sampleCandidates(cand.data(), 1.0, 4, 1.5, Key{}); }, fn, "topP");
   EXPECT_EQ(netops::sampleCandidates(cand.data(), 1.0, 4, 1.0, Key{}).token, 0) << "no candidates: token 0";
 }
+
+// ---- normRotateInto, siluMulRotatedInto ------------------------------------------------------------------
+
+TEST(NormRotateInto, BadInput) {
+  const char* fn = "gizml::netops::normRotateInto";
+  std::vector<float> x(4 * 256, 1.0f), w(256, 1.0f), d(256, 1.0f), y(4 * 300, 5.0f), map = {0, 3, 1, 7};
+  const Gpu h = Gpu::host();
+  auto call = [&](std::int64_t rows, std::int64_t width, bool rotate, std::int64_t stride, std::int64_t offset,
+                  const float* dd, const float* m, std::int64_t xRows) {
+    netops::normRotateInto(h, rows, width, 1e-6, rotate, stride, offset, y.data(), x.data(), w.data(), dd, m, xRows);
+  };
+  expectThrowsNaming([&] { call(-1, 256, false, 256, 0, nullptr, nullptr, 0); }, fn, "rows");
+  expectThrowsNaming([&] { call(2, 0, false, 256, 0, nullptr, nullptr, 0); }, fn, "width");
+  expectThrowsNaming([&] { call(2, 100, true, 256, 0, d.data(), nullptr, 0); }, fn, "width");
+  expectThrowsNaming([&] { call(2, 256, false, 256, 10, nullptr, nullptr, 0); }, fn, "stride");
+  expectThrowsNaming([&] { call(2, 256, false, 300, -1, nullptr, nullptr, 0); }, fn, "offset");
+  expectThrowsNaming([&] { call(2, 256, true, 300, 0, nullptr, nullptr, 0); }, fn, "d");
+  expectThrowsNaming([&] { call(4, 256, false, 300, 0, nullptr, map.data(), 0); }, fn, "xRows");
+  expectThrowsNaming([&] { call(4, 256, false, 300, 0, nullptr, map.data(), 4); }, fn, "map");  // 7 >= 4
+  expectThrowsNaming([&] { netops::normRotateInto(h, 2, 256, -1.0, false, 256, 0, y.data(), x.data(), w.data(), nullptr); },
+                     fn, "eps");
+  expectThrowsNaming([&] { netops::normRotateInto(h, 2, 256, 1e-6, false, 256, 0, nullptr, x.data(), w.data(), nullptr); },
+                     fn, "y");
+  EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 5.0f; })) << "a failed call writes nothing";
+}
+
+TEST(SiluMulRotatedInto, BadInput) {
+  const char* fn = "gizml::netops::siluMulRotatedInto";
+  std::vector<float> p(2 * 2 * 512, 1.0f), d(256, 1.0f), y(2 * 256, 5.0f);
+  const Gpu h = Gpu::host();
+  expectThrowsNaming([&] { netops::siluMulRotatedInto(h, -1, 256, 1, y.data(), p.data(), nullptr); }, fn, "rows");
+  expectThrowsNaming([&] { netops::siluMulRotatedInto(h, 2, 0, 1, y.data(), p.data(), nullptr); }, fn, "ffn");
+  expectThrowsNaming([&] { netops::siluMulRotatedInto(h, 2, 100, 1, y.data(), p.data(), d.data()); }, fn, "ffn");
+  expectThrowsNaming([&] { netops::siluMulRotatedInto(h, 2, 256, 0, y.data(), p.data(), nullptr); }, fn, "nUp");
+  expectThrowsNaming([&] { netops::siluMulRotatedInto(h, 2, 256, 1, y.data(), nullptr, nullptr); }, fn, "p");
+  expectThrowsNaming([&] { netops::siluMulRotatedInto(h, 2, 256, 1, nullptr, p.data(), nullptr); }, fn, "y");
+  EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 5.0f; })) << "a failed call writes nothing";
+}

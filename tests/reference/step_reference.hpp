@@ -24,4 +24,13 @@ void candidatesInto(const LogitSource& src, std::int64_t rows, float* cand);
 /// y[i] = (add ? y[i] : +0) + p[0][i] + ... in part order.
 void splitSumInto(float* y, const float* p, std::int64_t total, std::int64_t splits, bool add);
 
+/// y row r (at r stride + offset) = (x[m] * rsqrt(dot16 / width + eps)) * w with m = map[r] (r
+/// without a map); with rotate, times d, then hadamard256 of each 256 values.
+void normRotateInto(const float* x, const float* w, const float* d, const float* map, double eps, bool rotate,
+                    std::int64_t rows, std::int64_t width, std::int64_t stride, std::int64_t offset, float* y);
+/// y [rows, ffn] = silu(gate) * up, gate and up the parts' halves added from +0 in part order;
+/// with d, times d, then hadamard256 of each 256 values.
+void siluMulRotatedInto(const float* p, const float* d, std::int64_t rows, std::int64_t ffn, std::int64_t parts,
+                        float* y);
+
 }  // namespace gizml::reference

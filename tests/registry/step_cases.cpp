@@ -2,6 +2,7 @@
 // vocabulary that must not be read) or through blocks (the last partial), widths around 16 and
 // 256, NaN / ±inf / -0, a row of NaN and a tie for the maximum; the split sum with and without y.
 #include <cmath>
+#include <tuple>
 
 #include "reference/step_reference.hpp"
 #include "registry/registry.hpp"
@@ -135,6 +136,62 @@ Case splitSumIntoCase(std::int64_t total, std::int64_t splits, bool add, bool ty
   return c;
 }
 
+/// normRotateInto {x [xRows, width], w, d, map or empty}: y [rows, stride] zeros but the written
+/// columns [offset, offset + width).
+Case normRotateCase(std::int64_t rows, std::int64_t width, bool rotate, bool mapped, bool typical) {
+  const std::int64_t offset = 3, stride = width + 5, xRows = mapped ? rows + 2 : rows;
+  Case c{.op = "normRotateInto",
+         .name = dims({rows, width}) + (rotate ? " rotate" : "") + (mapped ? " map" : "")};
+  c.typical = typical;
+  c.inputs = [=] {
+    std::vector<float> map;
+    for (std::int64_t r = 0; r < rows && mapped; ++r) map.push_back(static_cast<float>((3 * r + 1) % xRows));
+    return Tensors{host(test::withSpecials(Key{73, static_cast<std::uint32_t>(width)}, xRows * width), {xRows, width}),
+                   host(test::randomFloats(Key{74, 0}, width), {width}),
+                   host(test::randomFloats(Key{75, 0}, width, 1.0f, 0.5f), {width}),
+                   mapped ? host(map, {rows}) : Tensor::zeros({0})};
+  };
+  c.run = [=](const Tensors& in) {
+    Tensor y = Tensor::zeros({rows, stride}, DType::F32, in[0].device());
+    netops::normRotateInto(Gpu{y.device(), nullptr}, rows, width, 1e-6, rotate, stride, offset, y.data<float>(),
+                           in[0].data<float>(), in[1].data<float>(), in[2].data<float>(),
+                           mapped ? in[3].data<float>() : nullptr, xRows);
+    return Tensors{y};
+  };
+  c.reference = [=](const Tensors& in) {
+    std::vector<float> y(rows * stride, 0.0f);
+    const std::vector<float> map = valuesOf(in[3]);
+    ref::normRotateInto(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(),
+                        mapped ? map.data() : nullptr, 1e-6, rotate, rows, width, stride, offset, y.data());
+    return Tensors{host(y, {rows, stride})};
+  };
+  return c;
+}
+
+/// siluMulRotatedInto {p [parts, rows, 2 ffn], d or empty}: y [rows, ffn].
+Case siluMulCase(std::int64_t rows, std::int64_t ffn, std::int64_t parts, bool rotate, bool typical) {
+  Case c{.op = "siluMulRotatedInto", .name = dims({parts, rows, 2 * ffn}) + (rotate ? " rotate" : "")};
+  c.typical = typical;
+  c.inputs = [=] {
+    return Tensors{host(test::withSpecials(Key{76, static_cast<std::uint32_t>(ffn)}, parts * rows * 2 * ffn),
+                        {parts, rows, 2 * ffn}),
+                   rotate ? host(test::randomFloats(Key{77, 0}, ffn), {ffn}) : Tensor::zeros({0})};
+  };
+  c.run = [=](const Tensors& in) {
+    Tensor y = Tensor::empty({rows, ffn}, DType::F32, in[0].device());
+    netops::siluMulRotatedInto(Gpu{y.device(), nullptr}, rows, ffn, parts, y.data<float>(), in[0].data<float>(),
+                               rotate ? in[1].data<float>() : nullptr);
+    return Tensors{y};
+  };
+  c.reference = [=](const Tensors& in) {
+    std::vector<float> y(rows * ffn);
+    const std::vector<float> d = valuesOf(in[1]);
+    ref::siluMulRotatedInto(valuesOf(in[0]).data(), rotate ? d.data() : nullptr, rows, ffn, parts, y.data());
+    return Tensors{host(y, {rows, ffn})};
+  };
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> stepCases() {
@@ -144,6 +201,18 @@ std::vector<Case> stepCases() {
   for (auto [total, splits] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {17, 3}, {1000, 4}, {4097, 7}})
     for (bool add : {false, true}) cases.push_back(splitSumIntoCase(total, splits, add, false));
   cases.push_back(splitSumIntoCase(64 * 4096, 4, true, true));
+  for (bool mapped : {false, true}) {
+    for (auto [rows, width] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {3, 17}, {37, 300}})
+      cases.push_back(normRotateCase(rows, width, false, mapped, false));
+    for (auto [rows, width] : {std::pair<std::int64_t, std::int64_t>{1, 256}, {9, 768}})
+      cases.push_back(normRotateCase(rows, width, true, mapped, false));
+  }
+  cases.push_back(normRotateCase(64, 4096, true, false, true));
+  for (auto [rows, ffn, parts] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 1}, {3, 17, 2}, {37, 300, 3}})
+    cases.push_back(siluMulCase(rows, ffn, parts, false, false));
+  for (auto [rows, ffn, parts] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 256, 1}, {9, 512, 3}})
+    cases.push_back(siluMulCase(rows, ffn, parts, true, false));
+  cases.push_back(siluMulCase(64, 11008, 2, true, true));
   return cases;
 }
 

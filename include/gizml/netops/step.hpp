@@ -42,6 +42,25 @@ void candidatesInto(const Gpu& g, std::int64_t rows, std::int64_t vocab, std::in
 /// at p added in part order, each one F32 add.
 void splitSumInto(const Gpu& g, float* y, const float* p, std::int64_t total, std::int64_t splits, bool add);
 
+/// Output row r (r < rows) at y + r stride + offset, `width` F32 values: input row m of x [., width]
+/// (m = map[r], F32 holding an integer in [0, xRows); m = r without a map), v = (v * rsqrt(dot16(v,
+/// v) / width + F32(eps))) * w; with `rotate`, v = v * d, then the regular Hadamard transform of
+/// each 256 values (width a multiple of 256). w and d [width] F32. Without a map x has `rows` rows
+/// and xRows is unused; with one, xRows is x's row count (the seed's signature has no place for it:
+/// it is this library's addition, so a bad entry can be an error). A bad entry fails on the host
+/// before anything is written; on a GPU the kernel skips its row and sets the device error flag
+/// ("map"). stride >= offset + width, offset >= 0.
+void normRotateInto(const Gpu& g, std::int64_t rows, std::int64_t width, double eps, bool rotate, std::int64_t stride,
+                    std::int64_t offset, float* y, const float* x, const float* w, const float* d,
+                    const float* map = nullptr, std::int64_t xRows = 0);
+
+/// p holds nUp parts [rows, 2 ffn] of the gate-and-up product, one after the other; per row,
+/// gate = +0 + the parts' [0, ffn) in part order, up likewise over [ffn, 2 ffn); h = silu(gate) * up
+/// (gizml's SiLU); with d ([ffn] F32; ffn a multiple of 256), h * d and then the regular Hadamard
+/// transform of each 256 values; no rotation when d is null. y [rows, ffn] F32.
+void siluMulRotatedInto(const Gpu& g, std::int64_t rows, std::int64_t ffn, std::int64_t nUp, float* y, const float* p,
+                        const float* d);
+
 /// A token drawn from one row's candidates, and whether the draw may differ from one over the
 /// whole row.
 struct Sampled {

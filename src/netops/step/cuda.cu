@@ -31,6 +31,13 @@ void CandidatesInto::cuda(const Gpu& g, const Args& a) {
   detail::launch(g, kName, candidatesKernel, detail::Grid{blocks, CANDIDATE_WORKERS}, a);
 }
 
+void NormRotateInto::cuda(const Gpu& g, const Args& a) {
+  if (a.map) detail::launchMappedRows<NormRotateInto>(g, a, "map");
+  else detail::launchRows<NormRotateInto>(g, a);
+}
+
+void SiluMulRotatedInto::cuda(const Gpu& g, const Args& a) { detail::launchRows<SiluMulRotatedInto>(g, a); }
+
 void SplitSumInto::cuda(const Gpu& g, const Args& a) {
   detail::launch(g, kName, splitSumKernel, detail::Grid::forItems(a.total), a);
 }

@@ -9,6 +9,7 @@
 #include "exact/row16.hpp"
 #include "exact/vec16.hpp"
 #include "gizml/error.hpp"
+#include "netops/norms/norms.hpp"
 #include "netops/step/step.hpp"
 
 namespace gizml::netops {
@@ -28,6 +29,10 @@ void CandidatesInto::host(const Args& a) {
     worker(a, r, t, a.cand + r * CANDIDATE_ROW + 2 * TOP_EACH * t);
   }
 }
+
+void NormRotateInto::host(const Args& a) { exact::hostRows<NormRotateInto>(a); }
+
+void SiluMulRotatedInto::host(const Args& a) { exact::hostRows<SiluMulRotatedInto>(a); }
 
 void SplitSumInto::host(const Args& a) {
   const std::int64_t steps = (a.total + 15) / 16;
@@ -116,6 +121,57 @@ void splitSumInto(const Gpu& g, float* y, const float* p, std::int64_t total, st
   checkAddress(fn, "p", p, total > 0);
   if (total == 0) return;
   detail::run<step::SplitSumInto>(g, {y, p, total, splits, add});
+}
+
+void normRotateInto(const Gpu& g, std::int64_t rows, std::int64_t width, double eps, bool rotate, std::int64_t stride,
+                    std::int64_t offset, float* y, const float* x, const float* w, const float* d, const float* map,
+                    std::int64_t xRows) {
+  const char* fn = "gizml::netops::normRotateInto";
+  checkGpu(fn, g);
+  detail::requireAtLeast(fn, "rows", rows, 0);
+  detail::requireAtLeast(fn, "width", width, 1);
+  if (!(eps >= 0.0)) fail(fn, "eps", "expected eps >= 0, got " + std::to_string(eps));
+  if (rotate && width % exact::kHadamardBlock != 0)
+    fail(fn, "width", "expected a multiple of 256 to rotate, got " + str(width));
+  detail::requireAtLeast(fn, "offset", offset, 0);
+  if (stride < detail::checkedAdd(fn, "offset", offset, width))
+    fail(fn, "stride", "expected at least offset + width = " + str(offset + width) + ", got " + str(stride));
+  detail::checkedMul(fn, "stride", rows, stride);
+  const bool work = rows > 0;
+  checkAddress(fn, "y", y, work);
+  checkAddress(fn, "x", x, work);
+  checkAddress(fn, "w", w, work);
+  checkAddress(fn, "d", d, work && rotate);
+  if (map) {
+    checkAddress(fn, "map", map, work);
+    detail::requireAtLeast(fn, "xRows", xRows, 1);
+    if (g.device.isHost())
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const long long m = norms::mapIndex(map[r]);
+        if (m < 0 || m >= xRows)
+          fail(fn, "map", "expected integers in [0, " + str(xRows) + "), got " + std::to_string(map[r]) + " at row " + str(r));
+      }
+  }
+  if (!work) return;
+  detail::run<step::NormRotateInto>(g, {x, w, rotate ? d : nullptr, map, static_cast<float>(eps), rotate, rows, width,
+                                        map ? xRows : rows, stride, offset, y});
+}
+
+void siluMulRotatedInto(const Gpu& g, std::int64_t rows, std::int64_t ffn, std::int64_t nUp, float* y, const float* p,
+                        const float* d) {
+  const char* fn = "gizml::netops::siluMulRotatedInto";
+  checkGpu(fn, g);
+  detail::requireAtLeast(fn, "rows", rows, 0);
+  detail::requireAtLeast(fn, "ffn", ffn, 1);
+  detail::requireAtLeast(fn, "nUp", nUp, 1);
+  if (d && ffn % exact::kHadamardBlock != 0) fail(fn, "ffn", "expected a multiple of 256 to rotate, got " + str(ffn));
+  detail::checkedMul(fn, "nUp", detail::checkedMul(fn, "nUp", nUp, rows), 2 * ffn);
+  const bool work = rows > 0;
+  checkAddress(fn, "y", y, work);
+  checkAddress(fn, "p", p, work);
+  checkAddress(fn, "d", d, work && d);
+  if (!work) return;
+  detail::run<step::SiluMulRotatedInto>(g, {p, d, rows, ffn, nUp, y});
 }
 
 }  // namespace gizml::netops

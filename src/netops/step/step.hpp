@@ -4,11 +4,15 @@
 
 #include <cstdint>
 
+#include "exact/hadamard.hpp"
 #include "exact/hd.hpp"
+#include "exact/math.hpp"
 #include "exact/order.hpp"
 #include "exact/row16.hpp"
 #include "gizml/gpu.hpp"
 #include "gizml/netops/step.hpp"
+#include "netops/norms/norms.hpp"
+#include "netops/rows/rows.hpp"
 
 namespace gizml::netops::step {
 
@@ -118,6 +122,82 @@ struct SplitSumInto {
     std::int64_t total, splits;
     bool add;
   };
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// normRotateInto: output row r is input row map[r] (r without a map) RMS-normed, times w; with
+/// `rotate`, times d, then the regular Hadamard transform of each 256 values.
+struct NormRotateInto {
+  static constexpr const char* kName = "gizml::netops::normRotateInto";
+  struct Args {
+    const float *x, *w, *d, *map;  // d: only with rotate; map: null for the identity
+    float eps;
+    bool rotate;
+    std::int64_t rows, n, mods;  // n: the width; mods: x's rows (the map's range)
+    std::int64_t stride, offset;
+    float* y;
+  };
+  GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return a.map ? norms::mapIndex(a.map[r]) : r; }
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    const float* x = a.x + mapped(a, r) * a.n;
+    float* y = a.y + r * a.stride + a.offset;
+    const float scale = exact::rmsScale(row, x, a.eps);
+    if (!a.rotate) {
+      row.forEach([&](const auto& at) { at.store(y, rows::rmsNormValue(at.load(x), scale, at.load(a.w))); });
+      return;
+    }
+    for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
+      typename Row::F v[16];
+      for (int k = 0; k < 16; ++k) {
+        const auto at = row.stepAt(b + 16 * k);
+        v[k] = rows::rmsNormValue(at.load(x), scale, at.load(a.w)) * at.load(a.d);
+      }
+      exact::hadamard256(row, v);
+      exact::storeBlock(row, y + b, v);
+    }
+  }
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+/// siluMulRotatedInto: gate and up added over the parts in part order (from +0), h = silu(gate)
+/// * up; with d, h * d, then the regular Hadamard transform of each 256 values.
+struct SiluMulRotatedInto {
+  static constexpr const char* kName = "gizml::netops::siluMulRotatedInto";
+  struct Args {
+    const float *p, *d;  // p: parts [parts, rows, 2 n]; d: null for no rotation
+    std::int64_t rows, n, parts;  // n: ffn
+    float* y;                     // [rows, n]
+  };
+  /// h at a step's lanes of row r.
+  template <class At>
+  GIZML_HD static auto value(const Args& a, std::int64_t r, const At& at) {
+    const std::int64_t part = a.rows * 2 * a.n;
+    const float* src = a.p + r * 2 * a.n;
+    using F = decltype(at.load(src));
+    const F gate = splitSumValue(F{}, a.parts, [&](std::int64_t s) { return at.load(src + s * part); });
+    const F up = splitSumValue(F{}, a.parts, [&](std::int64_t s) { return at.load(src + s * part + a.n); });
+    return exact::siluLanes(gate) * up;
+  }
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    float* y = a.y + r * a.n;
+    if (!a.d) {
+      row.forEach([&](const auto& at) { at.store(y, value(a, r, at)); });
+      return;
+    }
+    for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
+      typename Row::F v[16];
+      for (int k = 0; k < 16; ++k) {
+        const auto at = row.stepAt(b + 16 * k);
+        v[k] = value(a, r, at) * at.load(a.d);
+      }
+      exact::hadamard256(row, v);
+      exact::storeBlock(row, y + b, v);
+    }
+  }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
