@@ -11,21 +11,12 @@ gives [n oh ow, c kh kw] (unfold's [n, c kh kw, L] transposed).
 """
 import torch
 import torch.nn.functional as F
+from torch_text import emit, header, line
 
 torch.manual_seed(20261203)
 
 
-def line(name, t):
-    flat = t.detach().to(torch.float64).flatten().tolist()
-    return name + " " + " ".join(float(v).hex() for v in flat)
-
-
-def emit(*lines):
-    for l in lines:
-        print(l)
-
-
-print(f"# PyTorch {torch.__version__}, float32 on the CPU")
+header()
 
 # conv1d: ints t c o k stride pad dilation has_bias.
 for name, t, c, o, k, stride, pad, dil, has_bias in [

@@ -8,21 +8,12 @@ Values are written as hex floats, so nothing is lost in the text.
 """
 import torch
 import torch.nn.functional as F
+from torch_text import emit, header, line
 
 torch.manual_seed(20261202)
 
 
-def line(name, t):
-    flat = t.detach().to(torch.float64).flatten().tolist()
-    return name + " " + " ".join(float(v).hex() for v in flat)
-
-
-def emit(*lines):
-    for l in lines:
-        print(l)
-
-
-print(f"# PyTorch {torch.__version__}, float32 on the CPU")
+header()
 
 # pixelNorm (StyleGAN / LTX): x * rsqrt(mean over channels of x^2 + eps), eps = 1e-8; then SiLU.
 for name, frames, c, pixels, act in [("small", 1, 4, 5, 0), ("silu", 2, 16, 9, 1), ("wide", 1, 64, 33, 0)]:

@@ -9,21 +9,12 @@ Values are written as hex floats, so nothing is lost in the text.
 import sys
 
 import torch
+from torch_text import emit, header, line
 
 torch.manual_seed(20261202)
 
 
-def line(name, t):
-    flat = t.detach().to(torch.float64).flatten().tolist()
-    return name + " " + " ".join(float(v).hex() for v in flat)
-
-
-def emit(*lines):
-    for l in lines:
-        print(l)
-
-
-print(f"# PyTorch {torch.__version__}, float32 on the CPU")
+header()
 
 # layerNorm: torch.nn.functional.layer_norm over the last axis (1/n variance, as the SPEC).
 for name, rows, n, eps, offset in [("small", 2, 5, 1e-5, 0.0), ("lanes", 3, 16, 1e-5, 0.0),
