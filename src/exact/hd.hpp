@@ -38,6 +38,7 @@ GIZML_HD float fromBits(std::uint32_t u) {
 GIZML_HD float fmaLane(float a, float b, float c) { return fmaf(a, b, c); }
 GIZML_HD float select(bool m, float a, float b) { return m ? a : b; }
 GIZML_HD std::uint32_t select(bool m, std::uint32_t a, std::uint32_t b) { return m ? a : b; }
+GIZML_HD std::int32_t select(bool m, std::int32_t a, std::int32_t b) { return m ? a : b; }
 GIZML_HD float toFloat(std::int32_t i) { return static_cast<float>(i); }
 GIZML_HD float toFloat(std::uint32_t u) { return static_cast<float>(u); }
 GIZML_HD bool isNan(float x) { return x != x; }

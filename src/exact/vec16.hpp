@@ -230,6 +230,15 @@ template <> struct LaneTypes<f32x16> {
   using I = i32x16;
 };
 
+/// Whether any lane of a comparison's mask is set.
+GIZML_VEC bool anyLane(i32x16 m) {
+#if defined(__AVX512F__)
+  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#else
+  return !_mm256_testz_si256((__m256i)(m.h[0] | m.h[1]), (__m256i)(m.h[0] | m.h[1]));
+#endif
+}
+
 /// Stores 16 lanes to 64-byte-aligned memory past the caches (a streaming store): for outputs
 /// far larger than the caches, it saves reading each line before writing it. Same bits as store16.
 GIZML_VEC void streamStore16(float* p, f32x16 v) {

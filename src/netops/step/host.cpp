@@ -20,13 +20,45 @@ namespace step {
 
 void ArgmaxInto::host(const Args& a) { exact::hostRows<ArgmaxInto>(a); }
 
+/// 16 workers a vector (lanes 16 g .. 16 g + 15), all 16 vectors of a row at once, so the row is
+/// read once, in order: its 256 tokens from `base` are one load a vector (direct rows). OpenMP over
+/// rows.
 void CandidatesInto::host(const Args& a) {
-  const std::int64_t items = a.rows * CANDIDATE_WORKERS;
+  using exact::f32x16;
+  using exact::i32x16;
+  constexpr int kGroups = CANDIDATE_WORKERS / 16;
+  const std::int64_t vocab = a.src.vocab;
+  const f32x16 nan = exact::splat(NAN);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t item = 0; item < items; ++item) {
-    const std::int64_t r = item / CANDIDATE_WORKERS;
-    const int t = static_cast<int>(item % CANDIDATE_WORKERS);
-    worker(a, r, t, a.cand + r * CANDIDATE_ROW + 2 * TOP_EACH * t);
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    Kept<f32x16, i32x16> k[kGroups];
+    for (auto& group : k)
+      for (int j = 0; j < TOP_EACH; ++j) group.value[j] = exact::splat(-INFINITY), group.token[j] = i32x16{} + group.kEmpty;
+    for (std::int64_t chunk = 0; chunk < vocab; chunk += CANDIDATE_WORKERS)
+      for (int g = 0; g < kGroups && chunk + 16 * g < vocab; ++g) {
+        const std::int64_t base = chunk + 16 * g, count = vocab - base < 16 ? vocab - base : 16;
+        f32x16 x;
+        if (!a.src.indirect) {
+          x = exact::load16(a.src.logits + r * a.src.stride + base, count);
+        } else {
+          float v[16];
+          for (std::int64_t l = 0; l < count; ++l) v[l] = a.src.at(r, base + l);
+          x = exact::load16(v, count);
+        }
+        const i32x16 lane = exact::laneIndex(), id = lane + static_cast<std::int32_t>(base);
+        x = exact::select(lane < static_cast<std::int32_t>(count), x, nan);  // past the vocabulary: never kept
+        // Most tokens beat no worker's fourth: offering them would change nothing.
+        if (exact::anyLane(betterLanes(x, id, k[g].value[TOP_EACH - 1], k[g].token[TOP_EACH - 1]))) offer(k[g], x, id);
+      }
+    for (int t = 0; t < CANDIDATE_WORKERS; ++t) {
+      const Kept<f32x16, i32x16>& group = k[t / 16];
+      float* out = a.cand + r * CANDIDATE_ROW + 2 * TOP_EACH * t;
+      for (int slot = 0; slot < TOP_EACH; ++slot) {
+        const bool kept = group.token[slot][t % 16] != group.kEmpty;
+        out[2 * slot] = kept ? group.value[slot][t % 16] : -INFINITY;
+        out[2 * slot + 1] = kept ? static_cast<float>(group.token[slot][t % 16]) : -1.0f;
+      }
+    }
   }
 }
 

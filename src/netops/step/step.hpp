@@ -70,7 +70,39 @@ struct ArgmaxInto {
   static void cuda(const Gpu& g, const Args& a);
 };
 
-/// candidatesInto: worker t of row r keeps the TOP_EACH best of its tokens by insertion.
+/// A worker's kept candidates, on lanes: F / I are float / int32 for one worker (a GPU thread) or
+/// the host's 16 lanes for 16 workers. An empty slot is (-inf, kEmpty), worse than any token.
+template <class F, class I>
+struct Kept {
+  static constexpr std::int32_t kEmpty = 0x7fffffff;
+  F value[TOP_EACH];
+  I token[TOP_EACH];
+};
+
+/// argmaxBetter on lanes: is (a, ia) a better maximum than (b, ib)? NaN never; a larger value; on
+/// equal values the lower token.
+template <class F, class I>
+GIZML_HD auto betterLanes(F a, I ia, F b, I ib) {
+  return (a == a) & ((b != b) | (a > b) | ((a == b) & (ia < ib)));
+}
+
+/// Offers (x, id) to the kept list: it bubbles down while it is better than the slot's (swapping
+/// them), which keeps the list sorted, larger first, and drops the worst; NaN is never kept. The
+/// same as inserting it where it belongs, since the list's order is a strict total order.
+template <class F, class I>
+GIZML_HD void offer(Kept<F, I>& k, F x, I id) {
+  for (int j = 0; j < TOP_EACH; ++j) {
+    const auto take = betterLanes(x, id, k.value[j], k.token[j]);
+    const F v = k.value[j];
+    const I t = k.token[j];
+    k.value[j] = exact::select(take, x, v);
+    k.token[j] = exact::select(take, id, t);
+    x = exact::select(take, v, x);
+    id = exact::select(take, t, id);
+  }
+}
+
+/// candidatesInto: worker t of row r offers its tokens t, t + 256, ... in order.
 struct CandidatesInto {
   static constexpr const char* kName = "gizml::netops::candidatesInto";
   struct Args {
@@ -78,27 +110,16 @@ struct CandidatesInto {
     std::int64_t rows;
     float* cand;
   };
-  /// Worker t's 2 TOP_EACH floats of row r, written to out.
+  /// One worker (a GPU thread): its 2 TOP_EACH floats of row r, written to out.
   GIZML_HD static void worker(const Args& a, std::int64_t r, int t, float* out) {
-    float value[TOP_EACH];
-    long long token[TOP_EACH];
-    int kept = 0;
-    for (std::int64_t id = t; id < a.src.vocab; id += CANDIDATE_WORKERS) {
-      const float x = a.src.at(r, id);
-      if (x != x) continue;  // NaN is never kept
-      if (kept == TOP_EACH && !exact::argmaxBetter(x, id, value[TOP_EACH - 1], token[TOP_EACH - 1])) continue;
-      if (kept < TOP_EACH) ++kept;
-      int p = kept - 1;  // the slot freed (or the fourth, dropped), then up while x is better
-      for (; p > 0 && exact::argmaxBetter(x, id, value[p - 1], token[p - 1]); --p) {
-        value[p] = value[p - 1];
-        token[p] = token[p - 1];
-      }
-      value[p] = x;
-      token[p] = id;
-    }
+    Kept<float, std::int32_t> k;
+    for (int j = 0; j < TOP_EACH; ++j) k.value[j] = -INFINITY, k.token[j] = k.kEmpty;
+    for (std::int64_t id = t; id < a.src.vocab; id += CANDIDATE_WORKERS)
+      offer(k, a.src.at(r, id), static_cast<std::int32_t>(id));
     for (int slot = 0; slot < TOP_EACH; ++slot) {
-      out[2 * slot] = slot < kept ? value[slot] : -INFINITY;
-      out[2 * slot + 1] = slot < kept ? static_cast<float>(token[slot]) : -1.0f;
+      const bool kept = k.token[slot] != k.kEmpty;
+      out[2 * slot] = kept ? k.value[slot] : -INFINITY;
+      out[2 * slot + 1] = kept ? static_cast<float>(k.token[slot]) : -1.0f;
     }
   }
   static void host(const Args& a);
