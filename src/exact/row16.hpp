@@ -78,6 +78,14 @@ inline float treeSum16(f32x16 acc) {
 
 #define GIZML_ROW inline __attribute__((always_inline))
 
+/// 16 lanes stored as BF16 at p: each lane's floatToBF16 (roundToBF16Lanes, then its top half).
+GIZML_ROW void storeBF16x16(std::uint16_t* p, f32x16 v) {
+  const u32x16 top = toBits(roundToBF16Lanes(v)) >> 16;
+  std::uint16_t h[16];
+  for (int l = 0; l < 16; ++l) h[l] = static_cast<std::uint16_t>(top[l]);  // vectorised by the compiler
+  std::memcpy(p, h, sizeof h);
+}
+
 struct HostRow : RowSums<HostRow> {
   using F = f32x16;
   std::int64_t n;
@@ -92,11 +100,13 @@ struct HostRow : RowSums<HostRow> {
     GIZML_ROW F load(const float* row) const { return load16(row + i, count); }
     GIZML_ROW void store(float* row, F v) const { store16(row + i, v, count); }
     GIZML_ROW F load(const std::uint16_t* row) const {
+      if (count == 16) return loadBF16x16(row + i);
       float wide[16] = {};
       for (std::int64_t l = 0; l < count; ++l) wide[l] = bf16ToFloat(row[i + l]);
       return load16(wide, 16);
     }
     GIZML_ROW void store(std::uint16_t* row, F v) const {
+      if (count == 16) return storeBF16x16(row + i, v);
       float wide[16];
       store16(wide, v, 16);
       for (std::int64_t l = 0; l < count; ++l) row[i + l] = floatToBF16(wide[l]);
