@@ -1,6 +1,6 @@
 // gizml_bench's main: the console table, then each op's bytes/s as a share of the copy measured
-// just before it in the same run (the copies are registered first in each group: BM_Copy for the
-// row ops, BM_PoolCopy for pooling), so the ratio to the machine's bandwidth is printed, not
+// just before it in the same run (each group registers a BM_Copy of its own size first:
+// bench_support.hpp), so the ratio to the machine's bandwidth is printed, not
 // left to the reader.
 #include <benchmark/benchmark.h>
 
