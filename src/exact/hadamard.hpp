@@ -61,14 +61,15 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x1
   return hadamardSum(permuteLanes(v, base), permuteLanes(v, base + Stride), permuteLanes(v, base + 2 * Stride),
                      permuteLanes(v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
 }
+// One vector at a time: a single 1 KiB memcpy would be a library call through the stack.
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
-  std::memcpy(v, p, sizeof v);
+  for (int k = 0; k < 16; ++k) std::memcpy(&v[k], p + 16 * k, sizeof v[k]);
 }
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const std::uint16_t* bf16, f32x16 (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = loadBF16x16(bf16 + 16 * k);
 }
 inline __attribute__((always_inline)) void storeBlock(const HostRow&, float* p, const f32x16 (&v)[16]) {
-  std::memcpy(p, v, sizeof v);
+  for (int k = 0; k < 16; ++k) std::memcpy(p + 16 * k, &v[k], sizeof v[k]);
 }
 /// The largest lane ignoring NaN (lane 0 when every lane is NaN).
 inline float laneMax(const HostRow&, f32x16 v) {
@@ -120,6 +121,17 @@ template <class Row, class F>
 GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t at, F (&v)[16]) {
   if (bf16) loadBlock(row, static_cast<const std::uint16_t*>(x) + at, v);
   else loadBlock(row, static_cast<const float*>(x) + at, v);
+}
+
+/// A block's 16 values kept at `to` (16 F), and read back: for a second walk over a row that
+/// reads what the first computed instead of computing it again.
+template <class F>
+GIZML_HD void keepBlock(const F (&v)[16], F* to) {
+  for (int k = 0; k < 16; ++k) to[k] = v[k];
+}
+template <class F>
+GIZML_HD void keptBlock(const F* from, F (&v)[16]) {
+  for (int k = 0; k < 16; ++k) v[k] = from[k];
 }
 
 /// The regular Hadamard transform of one 256-block held as v (see the top of this file), in

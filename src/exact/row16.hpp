@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exact/convert.hpp"
 #include "exact/hd.hpp"
@@ -190,8 +191,25 @@ struct HostRow : RowSums<HostRow> {
 /// bit. Kernel::Args holds `rows` and `n`; Kernel::row(HostRow, args, r) computes row r.
 template <class Kernel>
 void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r);
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r);
+    if (streamStores) streamFence();  // this thread's streaming stores, visible before the join
+  }
+}
+
+/// hostRows whose row function keeps a row's values between two walks over it: each thread
+/// hands its rows a buffer of `held` floats (Kernel::row(HostRow, args, r, buffer)).
+template <class Kernel>
+void hostRowsHeld(const typename Kernel::Args& a, std::int64_t held, bool streamStores = false) {
+#pragma omp parallel
+  {
+    std::vector<f32x16> buffer(static_cast<std::size_t>((held + 15) / 16));
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r, buffer.data());
+    if (streamStores) streamFence();
+  }
 }
 
 #undef GIZML_ROW

@@ -248,6 +248,13 @@ GIZML_VEC void streamStore16(float* p, f32x16 v) {
   std::memcpy(p, &v, sizeof v);
 #endif
 }
+/// Orders this thread's streaming stores before its later stores (a barrier after them then
+/// publishes them to other threads).
+GIZML_VEC void streamFence() {
+#if defined(__AVX512F__)
+  _mm_sfence();
+#endif
+}
 GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
 /// Loads min(count, 16) floats; the lanes past them are +0 (and their memory is not read).

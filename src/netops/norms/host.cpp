@@ -28,13 +28,44 @@ void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a);
 void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a); }
 static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's");
 
+namespace {
+
+/// pixelNorm of pixels [p0, p0 + count) of one frame x [c, pixels], count <= kPixelRun, 16
+/// pixels a lane vector. Both passes walk the channels in order over the run: each channel's run
+/// is contiguous (the prefetchers stream it), the second pass finds it in the caches, and each
+/// pixel's chain is the GPU's (pixelNormPixels) step for step.
+constexpr std::int64_t kPixelRun = 2048;
+template <class T>
+void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0, std::int64_t count) {
+  using exact::f32x16;
+  const std::int64_t steps = (count + 15) / 16;
+  const auto at = [&](std::int64_t s) {
+    return exact::HostRow::At{p0 + 16 * s, count - 16 * s < 16 ? count - 16 * s : 16, false};
+  };
+  f32x16 r[kPixelRun / 16];
+  for (std::int64_t s = 0; s < steps; ++s) r[s] = f32x16{};
+  for (std::int64_t ch = 0; ch < a.c; ++ch)
+    for (std::int64_t s = 0; s < steps; ++s) r[s] = pixelSquareStep(at(s).load(x + ch * a.pixels), r[s]);
+  for (std::int64_t s = 0; s < steps; ++s) r[s] = pixelScale(r[s], a.c, a.eps);
+  for (std::int64_t ch = 0; ch < a.c; ++ch)
+    for (std::int64_t s = 0; s < steps; ++s)
+      at(s).store(out + ch * a.pixels, pixelValue(at(s).load(x + ch * a.pixels), r[s], a.act));
+}
+
+}  // namespace
+
 void PixelNorm::host(const Args& a) {
-  // OpenMP splits the (frame, 16 pixels) groups; each pixel's chain stays in one lane.
-  const std::int64_t groups = (a.pixels + 15) / 16;
+  // OpenMP splits the (frame, run of pixels) pairs; a pixel's chain never leaves its lane.
+  const std::int64_t runs = (a.pixels + kPixelRun - 1) / kPixelRun;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t g = 0; g < a.frames * groups; ++g) {
-    const std::int64_t p = (g % groups) * 16;
-    pixels(exact::HostRow::At{p, a.pixels - p < 16 ? a.pixels - p : 16, false}, a, g / groups);
+  for (std::int64_t t = 0; t < a.frames * runs; ++t) {
+    const std::int64_t p0 = (t % runs) * kPixelRun, count = a.pixels - p0 < kPixelRun ? a.pixels - p0 : kPixelRun;
+    const std::int64_t base = (t / runs) * a.c * a.pixels;
+    if (a.bf16)
+      pixelNormRun(a, static_cast<const std::uint16_t*>(a.x) + base, static_cast<std::uint16_t*>(a.out) + base, p0,
+                   count);
+    else
+      pixelNormRun(a, static_cast<const float*>(a.x) + base, static_cast<float*>(a.out) + base, p0, count);
   }
 }
 

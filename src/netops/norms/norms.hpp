@@ -53,25 +53,33 @@ inline exact::f32x16 rsqrtLanes(exact::f32x16 v) {
 }
 #endif
 
-/// pixelNorm of the pixels `at` stands for (16 neighbouring pixels on the host, one on a GPU) of
-/// one frame x [c, pixels] (F32 or BF16, T = float or std::uint16_t): each pixel's
-/// ss = chain over channels of x * x (acc = fma(x, x, acc) from +0, channel order), then
-/// y = x * rsqrt(ss / c + eps), SiLU when act. out may be x: a channel is read before it is written.
+/// pixelNorm's three steps, each pixel in its own lane: ss = chain over channels of x * x
+/// (acc = fma(x, x, acc) from +0, channel order); r = rsqrt(ss / c + eps); y = x * r, SiLU when act.
+template <class F>
+GIZML_HD F pixelSquareStep(F x, F ss) {
+  return exact::fmaLane(x, x, ss);
+}
+template <class F>
+GIZML_HD F pixelScale(F ss, std::int64_t c, float eps) {
+  return rsqrtLanes(ss / static_cast<float>(c) + eps);
+}
+template <class F>
+GIZML_HD F pixelValue(F x, F r, bool act) {
+  const F y = x * r;
+  return act ? exact::siluLanes(y) : y;
+}
+
+/// pixelNorm of the pixels `at` stands for (one on a GPU) of one frame x [c, pixels] (F32 or BF16,
+/// T = float or std::uint16_t). out may be x: a channel is read before it is written. (The host
+/// runs the same steps over a run of pixels at a time: norms/host.cpp.)
 template <class At, class T>
 GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, std::int64_t pixels, float eps,
                               bool act) {
   using F = decltype(at.load(x));
   F ss{};
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    const F v = at.load(x + ch * pixels);
-    ss = exact::fmaLane(v, v, ss);
-  }
-  const F r = rsqrtLanes(ss / static_cast<float>(c) + eps);
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    F y = at.load(x + ch * pixels) * r;
-    if (act) y = exact::siluLanes(y);
-    at.store(out + ch * pixels, y);
-  }
+  for (std::int64_t ch = 0; ch < c; ++ch) ss = pixelSquareStep(at.load(x + ch * pixels), ss);
+  const F r = pixelScale(ss, c, eps);
+  for (std::int64_t ch = 0; ch < c; ++ch) at.store(out + ch * pixels, pixelValue(at.load(x + ch * pixels), r, act));
 }
 
 /// groupNorm's element: fma((x - mean) * rstd, w, b), SiLU when act.
@@ -158,7 +166,7 @@ struct GatedNormAdd {
 };
 
 /// pixelNormInto: a column op (the reduction runs over channels, stride = pixels), not a row op;
-/// the host's 16 lanes are 16 neighbouring pixels, each its own chain; a GPU thread is a pixel.
+/// each pixel's chain stays in one lane: a GPU thread is a pixel; the host walks runs of pixels.
 struct PixelNorm {
   static constexpr const char* kName = "gizml::netops::pixelNormInto";
   struct Args {

@@ -13,8 +13,14 @@ namespace gizml::netops {
 
 namespace quant {
 void HadamardRows::host(const Args& a) { exact::hostRows<HadamardRows>(a); }
-void Int8Rows::host(const Args& a) { exact::hostRows<Int8Rows>(a); }
-void ModulatedInt8Rows::host(const Args& a) { exact::hostRows<ModulatedInt8Rows>(a); }
+// The host keeps each row's transformed values for the codes' walk (Int8Rows::row), and streams
+// F32 codes past the caches.
+void Int8Rows::host(const Args& a) {
+  exact::hostRowsHeld<Int8Rows>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
+}
+void ModulatedInt8Rows::host(const Args& a) {
+  exact::hostRowsHeld<ModulatedInt8Rows>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
+}
 }  // namespace quant
 
 namespace {

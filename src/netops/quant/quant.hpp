@@ -73,7 +73,9 @@ struct HadamardRows {
 enum class Codes { F32, I8, I4 };
 
 /// Per row: y = the transform of each 256-block; s = int8Scale(max|y|); q = int8Code(y, s). The
-/// transform runs twice (once for the maximum, once for the codes), so no y is stored anywhere.
+/// codes need the row's maximum first, so the row is walked twice. A GPU keeps no y and transforms
+/// again on the second walk (`held` null); the host keeps the row's y in a thread's buffer `held`
+/// (n floats) and reads it back: the same values, the transform run once.
 struct Int8Rows {
   static constexpr const char* kName = "gizml::netops::int8Rows";
   struct Args : BlockRows {
@@ -82,20 +84,21 @@ struct Int8Rows {
     void* q;
     float* s;
   };
-  template <class Row>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    using F = typename Row::F;
+  template <class Row, class F = typename Row::F>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r, F* held = nullptr) {
     const std::int64_t begin = r * a.n, end = begin + a.n;
     F best = F{};
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
       a.transformed(row, b, v);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
+      if (held) exact::keepBlock(v, held + (b - begin) / 16);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      a.transformed(row, b, v);
+      if (held) exact::keptBlock(held + (b - begin) / 16, v);
+      else a.transformed(row, b, v);
       for (int k = 0; k < 16; ++k) storeCodes(row, a, b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
     if (row.leader()) a.s[r] = s;
@@ -104,9 +107,11 @@ struct Int8Rows {
   static void cuda(const Gpu& g, const Args& a);
 
 #if !defined(__CUDACC__)
-  /// The host's codes are F32: 16 of them at element `at`.
-  static void storeCodes(const exact::HostRow&, const Args& a, std::int64_t at, exact::f32x16 codes) {
-    exact::store16(static_cast<float*>(a.q) + at, codes, 16);
+  /// The host's codes are F32: 16 of them at element `at`, streamed past the caches when the
+  /// host loop asked for it (nothing reads them back soon).
+  static void storeCodes(const exact::HostRow& row, const Args& a, std::int64_t at, exact::f32x16 codes) {
+    if (row.streamStores) exact::streamStore16(static_cast<float*>(a.q) + at, codes);
+    else exact::store16(static_cast<float*>(a.q) + at, codes, 16);
   }
 #else
   /// Lane l's code is element at + l. I4: an even lane packs its code and its neighbour's.
@@ -157,21 +162,23 @@ struct ModulatedInt8Rows {
     }
     exact::hadamard256(row, v);
   }
-  template <class Row>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    using F = typename Row::F;
+  /// The row's two walks, as Int8Rows::row (`held`: the host's buffer of the row's blocks).
+  template <class Row, class F = typename Row::F>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r, F* held = nullptr) {
     const exact::MeanRstd st = norms::modulatedStats(row, a.norm.x + r * a.norm.n, a.norm.eps, a.norm.centered);
     F best = F{};
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
       block(row, a, r, st, b, a.norm.yBF16 != nullptr, v);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
+      if (held) exact::keepBlock(v, held + b / 16);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     const Int8Rows::Args codes{{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
-      block(row, a, r, st, b, false, v);
+      if (held) exact::keptBlock(held + b / 16, v);
+      else block(row, a, r, st, b, false, v);
       for (int k = 0; k < 16; ++k) Int8Rows::storeCodes(row, codes, r * a.n + b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
     if (row.leader()) a.s[r] = s;
