@@ -81,10 +81,7 @@ inline float treeSum16(f32x16 acc) {
 
 /// 16 lanes stored as BF16 at p: each lane's floatToBF16 (roundToBF16Lanes, then its top half).
 GIZML_ROW void storeBF16x16(std::uint16_t* p, f32x16 v) {
-  const u32x16 top = toBits(roundToBF16Lanes(v)) >> 16;
-  std::uint16_t h[16];
-  for (int l = 0; l < 16; ++l) h[l] = static_cast<std::uint16_t>(top[l]);  // vectorised by the compiler
-  std::memcpy(p, h, sizeof h);
+  storeLow16(p, toBits(roundToBF16Lanes(v)) >> 16);
 }
 
 struct HostRow : RowSums<HostRow> {

@@ -55,6 +55,10 @@ GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
   std::memcpy(&h, p, sizeof h);
   return fromBits(__builtin_convertvector(h, u32x16) << 16);
 }
+/// The low 16 bits of each lane, stored as 16 consecutive std::uint16_t (one vpmovdw).
+GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16((__m512i)v));
+}
 /// Lanes 0, 2, ..., 14 of a, then 0, 2, ..., 14 of b.
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -199,6 +203,16 @@ GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
   std::memcpy(&lo, p, sizeof lo);
   std::memcpy(&hi, p + 8, sizeof hi);
   return fromBits(u32x16(__builtin_convertvector(lo, u32x8), __builtin_convertvector(hi, u32x8)) << 16);
+}
+GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
+#if defined(__AVX2__)
+  // packus works within 128-bit halves (lo 0-3, hi 0-3, lo 4-7, hi 4-7); the permute restores the
+  // order. Masked to 16 bits first, every value is in packus' range, so it is exact.
+  const __m256i packed = _mm256_packus_epi32((__m256i)(v.h[0] & 0xffffu), (__m256i)(v.h[1] & 0xffffu));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(packed, 0xD8));
+#else
+  for (int l = 0; l < 16; ++l) p[l] = static_cast<std::uint16_t>(v.h[l / 8][l % 8]);
+#endif
 }
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),
