@@ -112,8 +112,9 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
 
 class CrossEntropyFunction(torch.autograd.Function):
     """The softmax cross-entropy of logits [rows, classes] against labels [rows] (int):
-    crossEntropyLoss (each row's loss, added in f64 in row order), its mean ("mean") or sum
-    ("sum") rounded once to float32; backward crossEntropyGrad(logits, labels, dloss / rows)."""
+    crossEntropyLoss (the rows' losses added in f64 in row order, over rows) for "mean", times
+    rows for "sum", rounded once to float32; backward crossEntropyGrad(logits, labels, dloss / rows)
+    ("mean") or (logits, labels, dloss) ("sum")."""
 
     @staticmethod
     def forward(ctx, logits, labels, reduction):
@@ -122,8 +123,8 @@ class CrossEntropyFunction(torch.autograd.Function):
         labels = labels.tolist() if isinstance(labels, torch.Tensor) else list(labels)
         gl = to_gizml(logits)
         rows = logits.shape[0] if logits.dim() > 0 else 0
-        total = netops.crossEntropyLoss(gl, labels)  # the mean over rows, in f64
-        loss = total if reduction == "mean" else total * rows
+        mean = netops.crossEntropyLoss(gl, labels)  # the rows' losses added in f64 in row order, / rows
+        loss = mean if reduction == "mean" else mean * rows  # (f64, then rounded once to float32)
         ctx.save_for_backward(to_torch(gl))
         ctx.labels, ctx.scale = labels, (1.0 / rows if reduction == "mean" else 1.0)
         return torch.tensor(loss, dtype=logits.dtype, device=logits.device)
@@ -319,10 +320,6 @@ class Conv2d(nn.Conv2d):
             raise gizml.Error(f"gizml.torch.Conv2d: {unsupported}")
         return conv2d(x, self.weight, self.bias, _pair_value(self.stride, "stride", "Conv2d"),
                       _pair_value(self.padding, "padding", "Conv2d"))
-
-
-class _Pool(nn.Module):
-    pass
 
 
 class MaxPool2d(nn.MaxPool2d):

@@ -159,6 +159,9 @@ void bindCore(nb::module_& m) {
 
 NB_MODULE(_gizml, m) {
   m.doc() = "gizml: exact neural-network ops, the same bits on the CPU and on an NVIDIA GPU";
+  // Tensors held by PyTorch's autograd graph (saved for backward, through DLPack) may still be alive
+  // when the interpreter exits; nanobind would report each as a leak. They are not.
+  nanobind::set_leak_warnings(false);
   gizml::python::bindCore(m);
   gizml::python::bindNetops(m);
 }

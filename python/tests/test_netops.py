@@ -183,3 +183,24 @@ def test_bad_input_raises_the_cpp_message():
     expect_error(lambda: lazyMatmul(x, normal(1, [2, 8])).bias(normal(2, [3])).store(), "bias")
     expect_error(lambda: lazyMatmul(x, normal(1, [2, 8])).storeInto(Tensor.empty([3, 3])), "storeInto")
     expect_error(lambda: gizml.lazyConv3(normal(1, [2, 5]), normal(2, [3, 1, 4, 4])), "lazyConv3")
+
+
+def test_lazy_describes_its_output():
+    lazy = lazyMatmul(normal(70, [3, 8]), normal(71, [5, 8])).dtype(DType.F16)
+    assert lazy.shape == [3, 5] and lazy.outputDType() == DType.F16 and lazy.device() == gizml.Device.host()
+    assert lazy.store().dtype == DType.F16
+    assert lazyMatmul(normal(70, [3, 8]), normal(71, [5, 8]), DType.BF16).store().shape == [3, 5]
+
+
+# Every op of gizml.netops is called by a test above; a new binding must be added here with its test.
+NETOPS_TESTED = """layerNorm layerNormGrad rmsNorm crossEntropyLoss crossEntropyRows crossEntropyGrad argmax dropout
+    affine patchRows im2col col2im im2col1d col2im1d conv1d convTranspose1d pool2d pool2dGrad causalMask
+    modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm rowNormRopeInto hadamardRows
+    rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto argmaxInto candidatesInto splitSumInto
+    normRotateInto siluMulRotatedInto sampleCandidates""".split()
+
+
+def test_every_op_binding_is_listed_as_tested():
+    bound = {name for name in dir(n) if not name.startswith("_") and callable(getattr(n, name))
+             and not isinstance(getattr(n, name), type)}
+    assert bound == set(NETOPS_TESTED)

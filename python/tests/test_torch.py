@@ -221,3 +221,25 @@ def test_bad_input_is_gizml_error():
     x = torch.randn(6, 4)
     torch.testing.assert_close(gt.layer_norm(x.t()), torch.nn.functional.layer_norm(x.t(), (6,)))
     assert host_bytes(gt.to_gizml(x.t())) == x.t().contiguous().numpy().tobytes()
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="no CUDA GPU (torch.cuda and gizml.gpuCount() both needed)")
+def test_cuda_layers_give_the_host_bits():
+    """gizml.torch on CUDA tensors runs gizml's kernels on their memory: the same bits as the host."""
+    x, w, b = pair()(6, 40), pair(1)(40), pair(2)(40)
+    assert torch.equal(gt.layer_norm(x, w, b).cpu(), gt.layer_norm(x.cuda(), w.cuda(), b.cuda()).cpu())
+    wl, bl = pair(3)(7, 40), pair(4)(7)
+    xs = [x.clone().requires_grad_(), x.cuda().requires_grad_()]
+    ys = [gt.linear(xs[0], wl, bl), gt.linear(xs[1], wl.cuda(), bl.cuda())]
+    assert torch.equal(ys[0], ys[1].cpu())
+    dy = pair(5)(6, 7)
+    ys[0].backward(dy)
+    ys[1].backward(dy.cuda())
+    assert torch.equal(xs[0].grad, xs[1].grad.cpu())
+    img, k = pair(6)(2, 3, 9, 8), pair(7)(4, 3, 3, 3)
+    for stride in (1, 2):
+        assert torch.equal(gt.conv2d(img, k, None, stride, 1), gt.conv2d(img.cuda(), k.cuda(), None, stride, 1).cpu())
+    assert torch.equal(gt.max_pool2d(img, 2), gt.max_pool2d(img.cuda(), 2).cpu())
+    assert torch.equal(gt.dropout(x, gizml.Key(1, 2), 0.3), gt.dropout(x.cuda(), gizml.Key(1, 2), 0.3).cpu())
+    logits, labels = pair(8)(5, 9), torch.tensor([0, 8, 3, 3, 1])
+    assert gt.cross_entropy(logits, labels).item() == gt.cross_entropy(logits.cuda(), labels.cuda()).item()
