@@ -10,11 +10,12 @@
 // DLPack types: F32/F64/F16 kDLFloat, BF16 kDLBfloat, E4M3 kDLFloat8_e4m3fn, I8/I32/I64 kDLInt,
 // U8 kDLUInt. I4 (two a byte) has no DLPack type and is an error. Devices: kDLCPU (and
 // kDLCUDAHost, pinned host memory) is the host; kDLCUDA n is Device::cuda(n).
-// CUDA: gizml's kernels run on each device's default stream; __dlpack__ waits for the device
-// before handing memory out (whatever stream the consumer names), and from_dlpack asks the
-// producer for its data on the default stream (DLPack's stream=None).
+// CUDA: gizml's kernels run on each device's legacy default stream. __dlpack__ waits for it before
+// handing memory out (whatever stream the consumer names: correct, at the cost of a wait each
+// export). from_dlpack asks the producer with no stream (DLPack's stream=None), so PyTorch does
+// not synchronise: its work on the default stream comes first by that stream's order; work on
+// another stream must be synchronised before the tensor is passed.
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
