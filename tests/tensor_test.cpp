@@ -222,6 +222,45 @@ TEST(Tensor, ErrorsNameFunctionAndArgument) {
   EXPECT_THROW(gizml::setThreads(0), gizml::Error);
 }
 
+TEST(Tensor, FromExternalSharesMemoryAndReleasesItsOwnerWithTheLastView) {
+  // Memory gizml does not own (the DLPack path of the Python package): held by `owner` until the
+  // last view goes, never copied, never freed by gizml.
+  auto values = std::make_shared<std::vector<float>>(randomFloats(Key{3, 4}, 6 * 20));
+  bool released = false;
+  std::shared_ptr<void> owner(values.get(), [&released, values](void*) mutable {
+    released = true;
+    values.reset();
+  });
+  float* data = values->data();
+  Tensor x = Tensor::fromExternal(data, {6, 20}, DType::F32, Device::host(), std::move(owner));
+  values.reset();
+  EXPECT_EQ(x.raw(), static_cast<void*>(data)) << "no copy";
+  data[21] = 7.5f;
+  EXPECT_EQ(x.toVector<float>()[21], 7.5f) << "a write through the owner's pointer is seen by the tensor";
+  x.data<float>()[22] = -3.0f;
+  EXPECT_EQ(data[22], -3.0f) << "and the other way";
+  // An op over external memory gives the bits it gives over gizml's own.
+  Tensor w = Tensor::fromVector(randomFloats(Key{5, 6}, 20), {20});
+  Tensor b = Tensor::fromVector(randomFloats(Key{7, 8}, 20), {20});
+  auto own = netops::layerNorm(x.clone(), w, b, 1e-5);
+  auto ext = netops::layerNorm(x, w, b, 1e-5);
+  EXPECT_EQ(ext.y.toVector<float>(), own.y.toVector<float>());
+  Tensor view = x.rows(1, 3);
+  x = Tensor();
+  EXPECT_FALSE(released) << "a view keeps the owner";
+  EXPECT_EQ(view.toVector<float>()[1], 7.5f);
+  view = Tensor();
+  EXPECT_TRUE(released) << "the last view releases it";
+  // Bad arguments name the function and the argument.
+  alignas(8) float one[2] = {1, 2};
+  expectThrowsNaming([&] { Tensor::fromExternal(nullptr, {2}, DType::F32, Device::host(), nullptr); },
+              "gizml::Tensor::fromExternal", "data");
+  expectThrowsNaming([&] { Tensor::fromExternal(reinterpret_cast<char*>(one) + 1, {1}, DType::F32, Device::host(), nullptr); },
+              "gizml::Tensor::fromExternal", "data");
+  expectThrowsNaming([&] { Tensor::fromExternal(one, {-1}, DType::F32, Device::host(), nullptr); }, "gizml::Tensor::fromExternal", "shape");
+  EXPECT_EQ(Tensor::fromExternal(nullptr, {0, 3}, DType::F32, Device::host(), nullptr).numel(), 0);
+}
+
 TEST(Tensor, FreedHostMemoryIsCachedAndCanBeReleased) {
   gizml::releaseCachedHostMemory();
   EXPECT_EQ(gizml::cachedHostBytes(), 0u);

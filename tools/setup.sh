@@ -7,7 +7,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 
 need=()
-for pkg in cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libopenblas-dev; do
+for pkg in cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libopenblas-dev \
+    python3-venv python3-dev; do  # the last two: the Python package's test (python/tests/run_pytest.sh)
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

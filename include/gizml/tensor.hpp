@@ -51,6 +51,14 @@ class Tensor {
   /// From float values converted to `dtype` (SPEC §1.4 rounding), on `device`.
   static Tensor fromFloats(const std::vector<float>& values, const Shape& shape,
                            DType dtype = DType::F32, Device device = Device::host());
+  /// A tensor over memory gizml does not allocate (another library's: NumPy's, PyTorch's, through
+  /// DLPack): `data` on `device` holds the contiguous row-major elements of `shape` and `dtype`
+  /// (aligned to one element; null only when there are none). gizml never frees `data`: `owner`
+  /// (which may be null when the caller keeps the memory alive longer than every view) is held
+  /// by the shared storage and released — its deleter run — when the last view is gone. Writes
+  /// through either side are seen by the other: nothing is copied.
+  static Tensor fromExternal(void* data, const Shape& shape, DType dtype, Device device,
+                             std::shared_ptr<void> owner);
   /// Uniform [0, 1) F32 values: element i is key.uniform(i), on any device, the same bits.
   static Tensor uniform(Key key, const Shape& shape, Device device = Device::host());
   /// Standard normal F32 values: element i is key.normal(i), on any device, the same bits.

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 #include "core/backend.hpp"
 #include "core/host_memory.hpp"
@@ -38,8 +40,11 @@ Storage::Storage(std::size_t n, Device d) : bytes(n), device(d) {
   }
 }
 
+Storage::Storage(void* p, std::size_t n, Device d, std::shared_ptr<void> o)
+    : ptr(p), bytes(n), device(d), owner(std::move(o)), external(true) {}
+
 Storage::~Storage() {
-  if (!ptr) return;
+  if (!ptr || external) return;  // external memory: `owner` (released after this body) frees it
   if (device.isHost()) hostRelease(ptr, bytes);
   else GIZML_IF_CUDA(cudaRelease(device.index, ptr));
 }
@@ -156,6 +161,24 @@ Tensor Tensor::fromHostBytes(const void* src, std::size_t count, DType dtype, co
   if (t.bytes() == 0) return t;
   if (device.isHost()) std::memcpy(t.raw(), src, t.bytes());
   else GIZML_IF_CUDA(detail::cudaCopy(t.raw(), device, src, Device::host(), t.bytes()));
+  return t;
+}
+
+Tensor Tensor::fromExternal(void* data, const Shape& shape, DType dtype, Device device,
+                            std::shared_ptr<void> owner) {
+  const char* fn = "gizml::Tensor::fromExternal";
+  std::int64_t n = checkedCount(fn, shape);
+  checkDevice(fn, device);
+  const std::size_t bytes = dtypeBytes(dtype, n);
+  if (data == nullptr && bytes != 0) fail(fn, "data", "expected an address, got null for " + shapeString(shape));
+  const std::size_t align = static_cast<std::size_t>(std::max(1, dtypeBits(dtype) / 8));
+  if (reinterpret_cast<std::uintptr_t>(data) % align != 0)
+    fail(fn, "data", "expected an address aligned to " + std::to_string(align) + " bytes (one " + dtypeName(dtype) +
+                         " element)");
+  Tensor t;
+  t.storage_ = std::make_shared<detail::Storage>(data, bytes, device, std::move(owner));
+  t.shape_ = shape;
+  t.dtype_ = dtype;
   return t;
 }
 

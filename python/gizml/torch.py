@@ -1,0 +1,435 @@
+"""gizml's ops as PyTorch autograd functions and layers.
+
+Each ``torch.autograd.Function`` here runs gizml's exact op forward and backward on the tensors'
+memory (zero copy through DLPack; on the host, or on a CUDA GPU when gizml was built with CUDA),
+so a model computes the same bits on any CPU, thread count, batch split and GPU:
+
+=====================  ======================================================================
+function               forward / backward
+=====================  ======================================================================
+``layer_norm``         ``netops.layerNorm`` / ``netops.layerNormGrad``
+``cross_entropy``      ``netops.crossEntropyLoss`` / ``netops.crossEntropyGrad``
+``linear``             ``netops.affine`` / products composed from ``lazyMatmul`` (below)
+``conv2d``             ``lazyConv`` (stride 1) or ``im2col`` + ``lazyMatmul`` / ``col2im`` and
+                       products composed from ``lazyMatmul`` (below)
+``max_pool2d``,        ``netops.pool2d`` / ``netops.pool2dGrad``
+``avg_pool2d``
+``dropout``            ``Tensor.dropout(key, p)`` / the same mask: ``dy.dropout(key, p)``
+=====================  ======================================================================
+
+Composed backward products. gizml's product is ``lazyMatmul(a [m, k], w [n, k])`` = a wᵀ, each
+element one fma chain over k from +0. The gradients it has no op for yet are that product on
+transposed copies (a transpose is a copy of bits, made by PyTorch; a transposed product in C++
+is coming from another branch):
+
+* ``dx = lazyMatmul(dy, wᵀ)``; ``dw = lazyMatmul(dyᵀ, xᵀ)`` (the chain over rows in row order);
+* ``db = lazyMatmul(ones [1, rows], dyᵀ)``: fma(1, v, acc) is acc + v rounded once, so db adds
+  the rows' dy in row order from +0, as ``layerNormGrad``'s dbias does.
+
+For a convolution the rows are the patches, ``im2col(x)`` ([n oh ow, c kh kw], rows in (image,
+oy, ox) order), and ``dx = col2im(dcols)``.
+
+Inputs are float32 (gizml's exact dtype; another dtype is ``gizml.Error``). A non-contiguous
+input is copied with ``.contiguous()`` first (documented copy); everything else is zero copy.
+
+``nn.Module`` s: ``Linear``, ``LayerNorm``, ``Conv2d``, ``MaxPool2d``, ``AvgPool2d``,
+``Dropout`` and ``CrossEntropyLoss`` are subclasses of PyTorch's (the same parameters, state dict
+and constructor) whose forward runs gizml; ``from_torch_module(model)`` swaps a model's layers
+for them.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+from torch import nn
+
+import gizml
+from gizml import netops
+
+__all__ = [
+    "LayerNormFunction", "CrossEntropyFunction", "LinearFunction", "Conv2dFunction", "Pool2dFunction",
+    "DropoutFunction", "layer_norm", "cross_entropy", "linear", "conv2d", "max_pool2d", "avg_pool2d",
+    "dropout", "Linear", "LayerNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
+    "from_torch_module", "to_gizml", "to_torch",
+]
+
+
+def to_gizml(t: torch.Tensor) -> gizml.Tensor:
+    """A gizml.Tensor over ``t``'s memory (``t.contiguous()``'s when ``t`` is strided)."""
+    return gizml.from_dlpack(t.detach().contiguous())
+
+
+def to_torch(t: gizml.Tensor) -> torch.Tensor:
+    """A torch.Tensor over ``t``'s memory (no copy)."""
+    return torch.from_dlpack(t)
+
+
+def _transposed(t: torch.Tensor) -> gizml.Tensor:
+    """tᵀ of a 2-d tensor as a gizml tensor: a copy of the bits, transposed (by PyTorch)."""
+    return to_gizml(t.t().contiguous())
+
+
+def _column_sums(dy_t: gizml.Tensor, rows: int, device: torch.device) -> torch.Tensor:
+    """The sum over rows of dy [rows, n], given dyᵀ [n, rows]: ones [1, rows] times dyᵀᵀ, each
+    column's values added in row order from +0 (fma(1, v, acc) = acc + v, rounded once)."""
+    ones = to_gizml(torch.ones(1, rows, dtype=torch.float32, device=device))
+    return to_torch(gizml.lazyMatmul(ones, dy_t).store()).reshape(-1)
+
+
+# ---- layer norm --------------------------------------------------------------------------------
+
+class LayerNormFunction(torch.autograd.Function):
+    """y = layerNorm(x, weight, bias, eps) over the last axis; backward by layerNormGrad."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        n = x.shape[-1]
+        w = weight if weight is not None else torch.ones(n, dtype=x.dtype, device=x.device)
+        b = bias if bias is not None else torch.zeros(n, dtype=x.dtype, device=x.device)
+        gx, gw = to_gizml(x), to_gizml(w)
+        y, mean, rstd = netops.layerNorm(gx, gw, to_gizml(b), eps)
+        ctx.save_for_backward(to_torch(gx), to_torch(gw), to_torch(mean), to_torch(rstd))
+        ctx.has_weight, ctx.has_bias = weight is not None, bias is not None
+        return to_torch(y)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w, mean, rstd = ctx.saved_tensors
+        dx, dweight, dbias = netops.layerNormGrad(to_gizml(dy), to_gizml(x), to_gizml(w), to_gizml(mean),
+                                                  to_gizml(rstd))
+        return (to_torch(dx), to_torch(dweight) if ctx.has_weight else None,
+                to_torch(dbias) if ctx.has_bias else None, None)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    return LayerNormFunction.apply(x, weight, bias, eps)
+
+
+# ---- cross entropy -------------------------------------------------------------------------------
+
+class CrossEntropyFunction(torch.autograd.Function):
+    """The softmax cross-entropy of logits [rows, classes] against labels [rows] (int):
+    crossEntropyLoss (the rows' losses added in f64 in row order, over rows) for "mean", times
+    rows for "sum", rounded once to float32; backward crossEntropyGrad(logits, labels, dloss / rows)
+    ("mean") or (logits, labels, dloss) ("sum")."""
+
+    @staticmethod
+    def forward(ctx, logits, labels, reduction):
+        if reduction not in ("mean", "sum"):
+            raise gizml.Error(f"gizml.torch.cross_entropy: reduction: expected 'mean' or 'sum', got {reduction!r}")
+        labels = labels.tolist() if isinstance(labels, torch.Tensor) else list(labels)
+        gl = to_gizml(logits)
+        rows = logits.shape[0] if logits.dim() > 0 else 0
+        mean = netops.crossEntropyLoss(gl, labels)  # the rows' losses added in f64 in row order, / rows
+        loss = mean if reduction == "mean" else mean * rows  # (f64, then rounded once to float32)
+        ctx.save_for_backward(to_torch(gl))
+        ctx.labels, ctx.scale = labels, (1.0 / rows if reduction == "mean" else 1.0)
+        return torch.tensor(loss, dtype=logits.dtype, device=logits.device)
+
+    @staticmethod
+    def backward(ctx, dloss):
+        (logits,) = ctx.saved_tensors
+        scale = float(dloss) * ctx.scale
+        return to_torch(netops.crossEntropyGrad(to_gizml(logits), ctx.labels, scale)), None, None
+
+
+def cross_entropy(logits, labels, reduction="mean"):
+    return CrossEntropyFunction.apply(logits, labels, reduction)
+
+
+# ---- linear (affine) -----------------------------------------------------------------------------
+
+class LinearFunction(torch.autograd.Function):
+    """y = x wᵀ + b (netops.affine; lazyMatmul without a bias) over the last axis of x."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        lead, k = x.shape[:-1], x.shape[-1]
+        x2 = x.reshape(-1, k)
+        gx, gw = to_gizml(x2), to_gizml(weight)
+        if bias is not None:
+            y = netops.affine(gx, gw, to_gizml(bias))
+        else:
+            y = gizml.lazyMatmul(gx, gw).store()
+        ctx.save_for_backward(to_torch(gx), to_torch(gw))
+        ctx.lead, ctx.has_bias = lead, bias is not None
+        return to_torch(y).reshape(*lead, weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w = ctx.saved_tensors
+        dy2 = dy.reshape(-1, w.shape[0])
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = to_torch(gizml.lazyMatmul(to_gizml(dy2), _transposed(w)).store()).reshape(*ctx.lead, w.shape[1])
+        if ctx.needs_input_grad[1] or (ctx.has_bias and ctx.needs_input_grad[2]):
+            dy_t = _transposed(dy2)
+            if ctx.needs_input_grad[1]:
+                dw = to_torch(gizml.lazyMatmul(dy_t, _transposed(x)).store())
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                db = _column_sums(dy_t, x.shape[0], dy.device)
+        return dx, dw, db
+
+
+def linear(x, weight, bias=None):
+    return LinearFunction.apply(x, weight, bias)
+
+
+# ---- convolution -----------------------------------------------------------------------------------
+
+class Conv2dFunction(torch.autograd.Function):
+    """x [n, c, h, w] by weight [o, c, kh, kw] (+ bias [o]), one stride and one zero padding for
+    both axes, no dilation or groups. Stride 1: lazyConv of each image (the patches read as the
+    product needs them); otherwise im2col then lazyMatmul — the same chain over (ch, i, j) from +0,
+    then + bias, so the same bits either way."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, pad):
+        n, c, h, w = x.shape
+        o, _, kh, kw = weight.shape
+        gx, gw = to_gizml(x), to_gizml(weight.reshape(o, c * kh * kw))
+        gb = to_gizml(bias) if bias is not None else None
+        oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+        if stride == 1:
+            out = gizml.Tensor.empty([n, o, oh * ow], device=gx.device)
+            for i in range(n):
+                lazy = gizml.lazyConv(gw, gx.rows(i, i + 1).reshape([c, h, w]), kh, kw, pad)
+                if gb is not None:
+                    lazy.bias(gb)
+                lazy.storeInto(out.rows(i, i + 1).reshape([o, oh * ow]))
+            y = to_torch(out).reshape(n, o, oh, ow)
+        else:
+            lazy = gizml.lazyMatmul(netops.im2col(gx, kh, kw, stride, pad), gw)
+            if gb is not None:
+                lazy.bias(gb)
+            y = to_torch(lazy.store()).reshape(n, oh, ow, o).permute(0, 3, 1, 2).contiguous()
+        ctx.save_for_backward(to_torch(gx), to_torch(gw))
+        ctx.geometry = (n, c, h, w, o, kh, kw, stride, pad, oh, ow)
+        ctx.has_bias = bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w2 = ctx.saved_tensors
+        n, c, h, w, o, kh, kw, stride, pad, oh, ow = ctx.geometry
+        rows = n * oh * ow
+        dy_rows = dy.permute(0, 2, 3, 1).reshape(rows, o)  # row (image, oy, ox), column o
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dcols = gizml.lazyMatmul(to_gizml(dy_rows), _transposed(w2)).store()
+            dx = to_torch(netops.col2im(dcols, n, c, h, w, kh, kw, stride, pad))
+        if ctx.needs_input_grad[1] or (ctx.has_bias and ctx.needs_input_grad[2]):
+            dy_t = _transposed(dy_rows)
+            if ctx.needs_input_grad[1]:
+                cols = to_torch(netops.im2col(to_gizml(x), kh, kw, stride, pad))
+                dw = to_torch(gizml.lazyMatmul(dy_t, _transposed(cols)).store()).reshape(o, c, kh, kw)
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                db = _column_sums(dy_t, rows, dy.device)
+        return dx, dw, db, None, None
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0):
+    return Conv2dFunction.apply(x, weight, bias, int(stride), int(padding))
+
+
+# ---- pooling -------------------------------------------------------------------------------------------
+
+class Pool2dFunction(torch.autograd.Function):
+    """pool2d (size x size windows, one stride, no padding; max or average) / pool2dGrad."""
+
+    @staticmethod
+    def forward(ctx, x, size, stride, average):
+        gx = to_gizml(x)
+        ctx.save_for_backward(to_torch(gx))
+        ctx.args = (size, stride, average)
+        return to_torch(netops.pool2d(gx, size, stride, average))
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        return to_torch(netops.pool2dGrad(to_gizml(dy), to_gizml(x), *ctx.args)), None, None, None
+
+
+def max_pool2d(x, kernel_size, stride=None):
+    return Pool2dFunction.apply(x, int(kernel_size), int(stride or kernel_size), False)
+
+
+def avg_pool2d(x, kernel_size, stride=None):
+    return Pool2dFunction.apply(x, int(kernel_size), int(stride or kernel_size), True)
+
+
+# ---- dropout -------------------------------------------------------------------------------------------
+
+class DropoutFunction(torch.autograd.Function):
+    """x.dropout(key, p): x * F32(1 / (1 - p)) where key.uniform(i) >= F32(p), else +0; the
+    gradient is dy through the same mask and factor, dy.dropout(key, p)."""
+
+    @staticmethod
+    def forward(ctx, x, key, p):
+        ctx.key, ctx.p = key, p
+        return to_torch(to_gizml(x).dropout(key, p))
+
+    @staticmethod
+    def backward(ctx, dy):
+        return to_torch(to_gizml(dy).dropout(ctx.key, ctx.p)), None, None
+
+
+def dropout(x, key: gizml.Key, p=0.5):
+    return DropoutFunction.apply(x, key, p)
+
+
+# ---- layers --------------------------------------------------------------------------------------------
+
+def _pair_value(v, what, layer):
+    """One value for both axes (an int, or a pair of equal ints), as gizml's ops take."""
+    if isinstance(v, (tuple, list)):
+        if len(set(v)) != 1:
+            raise gizml.Error(f"gizml.torch.{layer}: {what}: expected one value for both axes, got {tuple(v)}")
+        v = v[0]
+    if not isinstance(v, int):
+        raise gizml.Error(f"gizml.torch.{layer}: {what}: expected an int, got {v!r}")
+    return v
+
+
+class Linear(nn.Linear):
+    """nn.Linear whose forward is gizml's affine (same parameters and state dict)."""
+
+    def forward(self, x):
+        return linear(x, self.weight, self.bias)
+
+
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm over the last axis (normalized_shape of one extent), by gizml's layerNorm."""
+
+    def forward(self, x):
+        if len(self.normalized_shape) != 1:
+            raise gizml.Error("gizml.torch.LayerNorm: normalized_shape: expected one extent (the last axis), got "
+                              f"{tuple(self.normalized_shape)}")
+        return layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class Conv2d(nn.Conv2d):
+    """nn.Conv2d by gizml (no groups or dilation; one stride and one zero padding for both axes)."""
+
+    def forward(self, x):
+        unsupported = _conv2d_unsupported(self)
+        if unsupported:
+            raise gizml.Error(f"gizml.torch.Conv2d: {unsupported}")
+        return conv2d(x, self.weight, self.bias, _pair_value(self.stride, "stride", "Conv2d"),
+                      _pair_value(self.padding, "padding", "Conv2d"))
+
+
+class MaxPool2d(nn.MaxPool2d):
+    """nn.MaxPool2d by gizml's pool2d (square window, no padding, dilation or ceil_mode)."""
+
+    def forward(self, x):
+        unsupported = _pool_unsupported(self)
+        if unsupported:
+            raise gizml.Error(f"gizml.torch.MaxPool2d: {unsupported}")
+        return max_pool2d(x, _pair_value(self.kernel_size, "kernel_size", "MaxPool2d"),
+                          _pair_value(self.stride, "stride", "MaxPool2d"))
+
+
+class AvgPool2d(nn.AvgPool2d):
+    """nn.AvgPool2d by gizml's pool2d (square window, no padding, ceil_mode or divisor_override)."""
+
+    def forward(self, x):
+        unsupported = _pool_unsupported(self)
+        if unsupported:
+            raise gizml.Error(f"gizml.torch.AvgPool2d: {unsupported}")
+        return avg_pool2d(x, _pair_value(self.kernel_size, "kernel_size", "AvgPool2d"),
+                          _pair_value(self.stride, "stride", "AvgPool2d"))
+
+
+class Dropout(nn.Dropout):
+    """nn.Dropout by gizml: call i in training draws its mask from key.split(i), the same mask on
+    every device (PyTorch's own generator is not used). Identity in eval mode."""
+
+    def __init__(self, p=0.5, inplace=False, key: gizml.Key | None = None):
+        super().__init__(p, inplace)
+        self.key = key if key is not None else gizml.Key(0, 0)
+        self.calls = 0
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        key = self.key.split(self.calls)
+        self.calls += 1
+        return dropout(x, key, self.p)
+
+
+class CrossEntropyLoss(nn.CrossEntropyLoss):
+    """nn.CrossEntropyLoss by gizml (class indices; reduction mean or sum; no weight, ignore_index
+    other than the default, or label smoothing)."""
+
+    def forward(self, logits, labels):
+        if self.weight is not None or self.label_smoothing != 0:
+            raise gizml.Error("gizml.torch.CrossEntropyLoss: weight and label_smoothing are not supported")
+        return cross_entropy(logits, labels, self.reduction)
+
+
+def _conv2d_unsupported(m: nn.Conv2d) -> str:
+    if m.groups != 1:
+        return f"groups: expected 1, got {m.groups}"
+    if tuple(m.dilation) != (1, 1):
+        return f"dilation: expected 1, got {tuple(m.dilation)}"
+    if m.padding_mode != "zeros":
+        return f"padding_mode: expected 'zeros', got {m.padding_mode!r}"
+    if isinstance(m.padding, str) or len(set(m.padding)) != 1:
+        return f"padding: expected one int for both axes, got {m.padding!r}"
+    if len(set(m.stride)) != 1:
+        return f"stride: expected one int for both axes, got {m.stride!r}"
+    return ""
+
+
+def _pool_unsupported(m) -> str:
+    def one(v):
+        return not isinstance(v, (tuple, list)) or len(set(v)) == 1
+    if not one(m.kernel_size) or not one(m.stride):
+        return f"expected a square window and one stride, got kernel_size {m.kernel_size}, stride {m.stride}"
+    if m.padding not in (0, (0, 0)) or m.ceil_mode:
+        return "padding and ceil_mode are not supported"
+    if getattr(m, "dilation", 1) not in (1, (1, 1)) or getattr(m, "return_indices", False):
+        return "dilation and return_indices are not supported"
+    if getattr(m, "divisor_override", None) is not None:
+        return "divisor_override is not supported"
+    return ""
+
+
+_CONVERSIONS = {
+    nn.Linear: (Linear, lambda m: ""),
+    nn.LayerNorm: (LayerNorm, lambda m: "" if len(m.normalized_shape) == 1 else "normalized_shape of rank > 1"),
+    nn.Conv2d: (Conv2d, _conv2d_unsupported),
+    nn.MaxPool2d: (MaxPool2d, _pool_unsupported),
+    nn.AvgPool2d: (AvgPool2d, _pool_unsupported),
+    nn.Dropout: (Dropout, lambda m: ""),
+}
+
+
+def from_torch_module(module: nn.Module, inplace: bool = False, key: gizml.Key | None = None) -> nn.Module:
+    """The module with every nn.Linear, nn.LayerNorm, nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d and
+    nn.Dropout (those exact classes, in any nesting) made gizml's layer of the same class name,
+    keeping its parameters (the same Parameter objects when ``inplace``; otherwise a deep copy is
+    converted). A layer with options gizml does not have (groups, dilation, padding modes, ...)
+    stays PyTorch's, with a warning. Dropout layers draw from ``key`` (default Key(0, 0)) split
+    by their order in the module."""
+    root = module if inplace else copy.deepcopy(module)
+    base = key if key is not None else gizml.Key(0, 0)
+    dropouts = 0
+    for m in root.modules():
+        target = _CONVERSIONS.get(type(m))
+        if target is None:
+            continue
+        cls, unsupported = target
+        why = unsupported(m)
+        if why:
+            warnings.warn(f"gizml.torch.from_torch_module: {type(m).__name__} kept as PyTorch's: {why}")
+            continue
+        m.__class__ = cls  # a subclass that adds no parameters: the same state, gizml's forward
+        if cls is Dropout:
+            m.key, m.calls = base.split(dropouts), 0
+            dropouts += 1
+    return root
