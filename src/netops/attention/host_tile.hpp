@@ -1,0 +1,244 @@
+// The host's exact attention of a tile of queries over a sequence of keys (attention.hpp's order),
+// shared by `attention`, the packed rows (attendedRows, crossAttentionRows) and neighborhood3d.
+// Host only.
+//
+// How the 16 lanes are used:
+//   scores   a block's 16 keys in the 16 lanes: lane l runs key 16 j + l's fma chain over d, for
+//            kTile queries at once (kTile accumulators), so each step loads one 16-key column of
+//            the packed keys (keys transposed by blocks: [block][d][16]) and broadcasts q[p].
+//   softmax  per query: the block's maximum, c and the 16 weights (expLanes, the same bits as the
+//            scalar exp), then l in key order (scalar, as the SPEC adds it).
+//   values   a = fma(w_j, v_j, a) across the output channels, 16 channels a lane vector, for 4
+//            queries and 64 channels at once (16 accumulators), keys in order; v_j is loaded once
+//            for the 4 queries.
+// Nothing here depends on the thread count or on which queries share a tile: each query's steps
+// are the SPEC's, in its order.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "exact/math.hpp"
+#include "exact/philox.hpp"
+#include "exact/vec16.hpp"
+#include "netops/attention/attention.hpp"
+
+namespace gizml::netops::attn {
+
+using exact::f32x16;
+
+/// Queries a tile.
+constexpr int kTile = 8;
+/// Dropout words are drawn for this many keys of a query at once (16 blocks).
+constexpr std::int64_t kWordChunk = 256;
+
+/// The channels of `e` rounded up to whole lane vectors (the accumulators' row).
+inline std::int64_t paddedChannels(std::int64_t e) { return (e + 15) / 16 * 16; }
+
+/// Words [w0, w0 + count) of the key's draw into out: 16 Philox counters a step, from a counter
+/// that is a multiple of 16 (so the low counter word never carries within a step).
+inline void drawWords(std::uint32_t k0, std::uint32_t k1, std::uint64_t w0, std::int64_t count, std::uint32_t* out) {
+  std::uint64_t g = (w0 / 4) & ~std::uint64_t{15};
+  const std::uint64_t end = w0 + static_cast<std::uint64_t>(count);
+  for (; 4 * g < end; g += 16) {
+    exact::u32x16 c0 = exact::iota16(static_cast<std::uint32_t>(g));
+    exact::u32x16 c1 = exact::u32x16{} + static_cast<std::uint32_t>(g >> 32);
+    exact::u32x16 c2{}, c3{};
+    exact::philoxRounds(k0, k1, c0, c1, c2, c3);
+    const exact::u32x16 byWord[4] = {c0, c1, c2, c3};
+    exact::u32x16 words[4];
+    exact::interleaveWords(byWord, words);
+    std::uint32_t flat[64];
+    std::memcpy(flat, words, sizeof flat);
+    for (int t = 0; t < 64; ++t) {
+      const std::uint64_t w = 4 * g + static_cast<std::uint64_t>(t);
+      if (w >= w0 && w < end) out[w - w0] = flat[t];
+    }
+  }
+}
+
+/// Keys transposed by blocks of 16: block jb holds, for p < d, the 16 lanes k[16 jb + l][p] (+0
+/// past the last key). keyRow(j) is key j's d values.
+template <class KeyRow>
+inline void packKeyBlock(KeyRow keyRow, std::int64_t jb, std::int64_t n, std::int64_t d, float* block) {
+  const std::int64_t j0 = jb * kBlock;
+  for (int l = 0; l < kBlock; ++l) {
+    if (j0 + l < n) {
+      const float* k = keyRow(j0 + l);
+      for (std::int64_t p = 0; p < d; ++p) block[p * kBlock + l] = k[p];
+    } else {
+      for (std::int64_t p = 0; p < d; ++p) block[p * kBlock + l] = 0.0f;
+    }
+  }
+}
+
+/// One thread's buffers for tiles over keys whose values have e channels.
+struct TileScratch {
+  std::int64_t ePad;
+  float* acc;                          // kTile x ePad running a
+  float w[kTile][kBlock];              // this block's w'_j (w_j times keepScale with dropout)
+  bool keep[kTile][kBlock];            // with dropout: key j of this block is kept
+  std::uint32_t words[kTile][kWordChunk];
+};
+
+/// What a tile reads: kTile query rows (the first nq real), their visible key counts, the packed
+/// keys, the value rows (vRow(j)), the output rows, and the dropout words' coordinates.
+template <class ValueRow>
+struct Tile {
+  const float* q[kTile];
+  float* out[kTile];
+  std::int64_t visible[kTile];
+  int nq;
+  const float* keys;  // packed: block jb at keys + jb d 16
+  ValueRow vRow;
+  std::int64_t d, e;
+  float scale;
+  // Dropout (rate > 0): word dropoutWord(item, i0 + qi, j, tq, tk).
+  float rate, keepScale;
+  std::uint32_t k0, k1;
+  std::int64_t item, i0, tq, tk;
+};
+
+/// The 16-lane maximum of the lanes below count that are not NaN (-inf when none): order-free.
+inline float blockMax(f32x16 s, std::int64_t count) {
+  const f32x16 kept = exact::select((exact::laneIndex() < static_cast<std::int32_t>(count)) & (s == s), s,
+                                    exact::splat(-std::numeric_limits<float>::infinity()));
+  float lanes[16];
+  exact::store16(lanes, kept, 16);
+  float m = lanes[0];
+  for (int l = 1; l < 16; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
+/// a = a * c, then a = fma(w'_j, v_j, a) over the block's kept keys, for one query and the
+/// channels [c0, e): the general step (partial blocks, dropout, the channels past the last 64).
+template <bool Dropout, class ValueRow>
+inline void accumulateOne(const Tile<ValueRow>& t, TileScratch& s, int qi, std::int64_t j0, std::int64_t count,
+                          float c, std::int64_t c0) {
+  float* acc = s.acc + qi * s.ePad;
+  for (std::int64_t cb = c0; cb < t.e; cb += 64) {
+    const int nv = static_cast<int>(std::min<std::int64_t>(4, (t.e - cb + 15) / 16));
+    f32x16 a[4];
+    for (int u = 0; u < nv; ++u) {
+      a[u] = exact::load16(acc + cb + 16 * u, 16);
+      if (c != 1.0f) a[u] = a[u] * c;  // a * 1 is a: the same bits
+    }
+    for (std::int64_t j = 0; j < count; ++j) {
+      if (Dropout && !s.keep[qi][j]) continue;
+      const f32x16 w = exact::splat(s.w[qi][j]);
+      const float* v = t.vRow(j0 + j) + cb;
+      for (int u = 0; u < nv; ++u) a[u] = exact::fmaLane(w, exact::load16(v + 16 * u, t.e - cb - 16 * u), a[u]);
+    }
+    for (int u = 0; u < nv; ++u) exact::store16(acc + cb + 16 * u, a[u], 16);
+  }
+}
+
+/// The same for 4 queries qg .. qg + 3 that all see the whole block, no dropout, on the channels
+/// [0, 64 floor(e / 64)): v_j loaded once for the 4 queries, 16 accumulators.
+template <class ValueRow>
+inline void accumulateFour(const Tile<ValueRow>& t, TileScratch& s, int qg, std::int64_t j0, const float* c) {
+  const std::int64_t full = t.e / 64 * 64;
+  const bool rescale = c[0] != 1.0f || c[1] != 1.0f || c[2] != 1.0f || c[3] != 1.0f;
+  for (std::int64_t cb = 0; cb < full; cb += 64) {
+    f32x16 a[4][4];
+    for (int qq = 0; qq < 4; ++qq) {
+      const float* acc = s.acc + (qg + qq) * s.ePad + cb;
+      for (int u = 0; u < 4; ++u) {
+        a[qq][u] = exact::load16(acc + 16 * u, 16);
+        if (rescale) a[qq][u] = a[qq][u] * c[qq];
+      }
+    }
+    for (std::int64_t j = 0; j < kBlock; ++j) {
+      const float* v = t.vRow(j0 + j) + cb;
+      const f32x16 v0 = exact::load16(v, 16), v1 = exact::load16(v + 16, 16), v2 = exact::load16(v + 32, 16),
+                   v3 = exact::load16(v + 48, 16);
+      for (int qq = 0; qq < 4; ++qq) {
+        const f32x16 w = exact::splat(s.w[qg + qq][j]);
+        a[qq][0] = exact::fmaLane(w, v0, a[qq][0]);
+        a[qq][1] = exact::fmaLane(w, v1, a[qq][1]);
+        a[qq][2] = exact::fmaLane(w, v2, a[qq][2]);
+        a[qq][3] = exact::fmaLane(w, v3, a[qq][3]);
+      }
+    }
+    for (int qq = 0; qq < 4; ++qq)
+      for (int u = 0; u < 4; ++u) exact::store16(s.acc + (qg + qq) * s.ePad + cb + 16 * u, a[qq][u], 16);
+  }
+}
+
+/// The tile's queries over their visible keys, into their output rows.
+template <bool Dropout, class ValueRow>
+void attendTile(const Tile<ValueRow>& t, TileScratch& s) {
+  const float negInf = -std::numeric_limits<float>::infinity();
+  float m[kTile], l[kTile], c[kTile];
+  std::int64_t most = 0;
+  for (int qi = 0; qi < kTile; ++qi) {
+    m[qi] = negInf;
+    l[qi] = 0.0f;
+    most = std::max(most, qi < t.nq ? t.visible[qi] : 0);
+    std::memset(s.acc + qi * s.ePad, 0, sizeof(float) * static_cast<std::size_t>(s.ePad));
+    for (int j = 0; j < kBlock; ++j) s.w[qi][j] = 0.0f;
+  }
+  const std::int64_t d = t.d;
+  for (std::int64_t jb = 0; jb * kBlock < most; ++jb) {
+    const std::int64_t j0 = jb * kBlock;
+    if (Dropout && j0 % kWordChunk == 0)
+      for (int qi = 0; qi < t.nq; ++qi) {
+        const std::int64_t n = std::min(kWordChunk, t.visible[qi] - j0);
+        if (n > 0) drawWords(t.k0, t.k1, dropoutWord(t.item, t.i0 + qi, j0, t.tq, t.tk), n, s.words[qi]);
+      }
+    // Scores: lane l of acc[qi] is chain(q_qi, k_{j0 + l}).
+    const float* kb = t.keys + jb * d * kBlock;
+    f32x16 acc[kTile];
+    for (int qi = 0; qi < kTile; ++qi) acc[qi] = f32x16{};
+    for (std::int64_t p = 0; p < d; ++p) {
+      const f32x16 kp = exact::load16(kb + p * kBlock, 16);
+      for (int qi = 0; qi < kTile; ++qi) acc[qi] = exact::fmaLane(exact::splat(t.q[qi][p]), kp, acc[qi]);
+    }
+    // The softmax steps, query by query.
+    std::int64_t count[kTile];
+    for (int qi = 0; qi < kTile; ++qi) {
+      count[qi] = qi < t.nq ? std::clamp<std::int64_t>(t.visible[qi] - j0, 0, kBlock) : 0;
+      c[qi] = 1.0f;
+      if (count[qi] == 0) continue;
+      const f32x16 sc = acc[qi] * t.scale;
+      const float mNew = runningMax(m[qi], blockMax(sc, count[qi]));
+      c[qi] = exact::exp(m[qi] - mNew);
+      const f32x16 w = exact::expLanes(sc - mNew);
+      float lanes[16];
+      exact::store16(lanes, w, 16);
+      float sum = l[qi] * c[qi];
+      for (std::int64_t j = 0; j < count[qi]; ++j) sum = sum + lanes[j];
+      l[qi] = sum;
+      m[qi] = mNew;
+      if (Dropout) {
+        const std::uint32_t* words = s.words[qi] + (j0 % kWordChunk);
+        for (std::int64_t j = 0; j < count[qi]; ++j) {
+          s.keep[qi][j] = keepsWeight(words[j], t.rate);
+          s.w[qi][j] = lanes[j] * t.keepScale;
+        }
+      } else {
+        std::memcpy(s.w[qi], lanes, sizeof lanes);
+      }
+    }
+    // The values: 4 queries at once where all 4 see the whole block, else one by one.
+    for (int qg = 0; qg < kTile; qg += 4) {
+      const bool four = !Dropout && count[qg] == kBlock && count[qg + 1] == kBlock && count[qg + 2] == kBlock &&
+                        count[qg + 3] == kBlock;
+      if (four) accumulateFour(t, s, qg, j0, c + qg);
+      for (int qi = qg; qi < qg + 4; ++qi)
+        if (count[qi] > 0) accumulateOne<Dropout>(t, s, qi, j0, count[qi], c[qi], four ? t.e / 64 * 64 : 0);
+    }
+  }
+  // out = a / l; a query that sees no key gives +0s.
+  for (int qi = 0; qi < t.nq; ++qi) {
+    const float* acc = s.acc + qi * s.ePad;
+    for (std::int64_t cb = 0; cb < t.e; cb += 16) {
+      const f32x16 o = t.visible[qi] == 0 ? f32x16{} : exact::load16(acc + cb, 16) / l[qi];
+      exact::store16(t.out[qi] + cb, o, t.e - cb);
+    }
+  }
+}
+
+}  // namespace gizml::netops::attn
