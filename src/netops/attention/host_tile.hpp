@@ -101,15 +101,16 @@ struct Tile {
   std::int64_t item, i0, tq, tk;
 };
 
-/// The 16-lane maximum of the lanes below count that are not NaN (-inf when none): order-free.
+/// The 16-lane maximum of the lanes below count that are not NaN (-inf when none), by a tree of
+/// lane swaps: order-free, since no NaN takes part.
 inline float blockMax(f32x16 s, std::int64_t count) {
-  const f32x16 kept = exact::select((exact::laneIndex() < static_cast<std::int32_t>(count)) & (s == s), s,
-                                    exact::splat(-std::numeric_limits<float>::infinity()));
-  float lanes[16];
-  exact::store16(lanes, kept, 16);
-  float m = lanes[0];
-  for (int l = 1; l < 16; ++l) m = lanes[l] > m ? lanes[l] : m;
-  return m;
+  f32x16 m = exact::select((exact::laneIndex() < static_cast<std::int32_t>(count)) & (s == s), s,
+                           exact::splat(-std::numeric_limits<float>::infinity()));
+  for (int h = 8; h >= 1; h /= 2) {
+    const f32x16 other = exact::permuteLanes(m, exact::laneIndex() ^ h);
+    m = exact::select(other > m, other, m);
+  }
+  return m[0];
 }
 
 /// a = a * c, then a = fma(w'_j, v_j, a) over the block's kept keys, for one query and the
@@ -167,6 +168,44 @@ inline void accumulateFour(const Tile<ValueRow>& t, TileScratch& s, int qg, std:
   }
 }
 
+/// One block's softmax steps for the tile's queries (scores sc[qi], count[qi] visible keys, 0 for
+/// a query that has none in the block): m, l and c[qi], and the weights w'_j into s.w (and the
+/// dropout flags into s.keep).
+template <bool Dropout, class ValueRow>
+inline void blockSoftmax(const Tile<ValueRow>& t, TileScratch& s, const f32x16* sc, const std::int64_t* count,
+                         std::int64_t j0, float* m, float* l, float* c) {
+  float mNew[16], mOld[16], w[kTile][kBlock];
+  for (int qi = 0; qi < 16; ++qi) mNew[qi] = mOld[qi] = qi < kTile ? m[qi] : 0.0f;
+  for (int qi = 0; qi < kTile; ++qi)
+    if (count[qi] > 0) mNew[qi] = runningMax(m[qi], blockMax(sc[qi], count[qi]));
+  // c = exp(m - m') for the tile's queries in one 16-lane exp (the same bits as one by one).
+  float cs[16];
+  exact::store16(cs, exact::expLanes(exact::load16(mOld, 16) - exact::load16(mNew, 16)), 16);
+  for (int qi = 0; qi < kTile; ++qi) {
+    c[qi] = count[qi] > 0 ? cs[qi] : 1.0f;
+    if (count[qi] == 0) continue;
+    exact::store16(w[qi], exact::expLanes(sc[qi] - mNew[qi]), 16);
+    m[qi] = mNew[qi];
+    l[qi] = l[qi] * c[qi];
+  }
+  // l + w_j in key order, each query its own chain (the queries interleaved).
+  for (int j = 0; j < kBlock; ++j)
+    for (int qi = 0; qi < kTile; ++qi)
+      if (j < count[qi]) l[qi] = l[qi] + w[qi][j];
+  for (int qi = 0; qi < kTile; ++qi) {
+    if (count[qi] == 0) continue;
+    if (Dropout) {
+      const std::uint32_t* words = s.words[qi] + (j0 % kWordChunk);
+      for (std::int64_t j = 0; j < count[qi]; ++j) {
+        s.keep[qi][j] = keepsWeight(words[j], t.rate);
+        s.w[qi][j] = w[qi][j] * t.keepScale;
+      }
+    } else {
+      std::memcpy(s.w[qi], w[qi], sizeof w[qi]);
+    }
+  }
+}
+
 /// The tile's queries over their visible keys, into their output rows.
 template <bool Dropout, class ValueRow>
 void attendTile(const Tile<ValueRow>& t, TileScratch& s) {
@@ -180,55 +219,51 @@ void attendTile(const Tile<ValueRow>& t, TileScratch& s) {
     std::memset(s.acc + qi * s.ePad, 0, sizeof(float) * static_cast<std::size_t>(s.ePad));
     for (int j = 0; j < kBlock; ++j) s.w[qi][j] = 0.0f;
   }
-  const std::int64_t d = t.d;
-  for (std::int64_t jb = 0; jb * kBlock < most; ++jb) {
-    const std::int64_t j0 = jb * kBlock;
-    if (Dropout && j0 % kWordChunk == 0)
-      for (int qi = 0; qi < t.nq; ++qi) {
-        const std::int64_t n = std::min(kWordChunk, t.visible[qi] - j0);
-        if (n > 0) drawWords(t.k0, t.k1, dropoutWord(t.item, t.i0 + qi, j0, t.tq, t.tk), n, s.words[qi]);
-      }
-    // Scores: lane l of acc[qi] is chain(q_qi, k_{j0 + l}).
-    const float* kb = t.keys + jb * d * kBlock;
+  const std::int64_t d = t.d, blocks = (most + kBlock - 1) / kBlock;
+  // The kTile accumulators hold (block, query) pairs: `slots` queries a block, kTile / slots
+  // blocks scored at once, so a tile of one query (a decoder's step) still runs kTile chains.
+  const int slots = t.nq > 4 ? 8 : t.nq > 2 ? 4 : t.nq > 1 ? 2 : 1, together = kTile / slots;
+  for (std::int64_t jb0 = 0; jb0 < blocks; jb0 += together) {
+    // Scores: lane l of acc[bb slots + qi] is chain(q_qi, k_{16 (jb0 + bb) + l}).
+    const float* kb[kTile];
+    const float* qs[kTile];
+    for (int slot = 0; slot < kTile; ++slot) {
+      kb[slot] = t.keys + std::min(jb0 + slot / slots, blocks - 1) * d * kBlock;  // past the last: unused
+      qs[slot] = t.q[slot % slots];
+    }
     f32x16 acc[kTile];
-    for (int qi = 0; qi < kTile; ++qi) acc[qi] = f32x16{};
+    for (int slot = 0; slot < kTile; ++slot) acc[slot] = f32x16{};
     for (std::int64_t p = 0; p < d; ++p) {
-      const f32x16 kp = exact::load16(kb + p * kBlock, 16);
-      for (int qi = 0; qi < kTile; ++qi) acc[qi] = exact::fmaLane(exact::splat(t.q[qi][p]), kp, acc[qi]);
-    }
-    // The softmax steps, query by query.
-    std::int64_t count[kTile];
-    for (int qi = 0; qi < kTile; ++qi) {
-      count[qi] = qi < t.nq ? std::clamp<std::int64_t>(t.visible[qi] - j0, 0, kBlock) : 0;
-      c[qi] = 1.0f;
-      if (count[qi] == 0) continue;
-      const f32x16 sc = acc[qi] * t.scale;
-      const float mNew = runningMax(m[qi], blockMax(sc, count[qi]));
-      c[qi] = exact::exp(m[qi] - mNew);
-      const f32x16 w = exact::expLanes(sc - mNew);
-      float lanes[16];
-      exact::store16(lanes, w, 16);
-      float sum = l[qi] * c[qi];
-      for (std::int64_t j = 0; j < count[qi]; ++j) sum = sum + lanes[j];
-      l[qi] = sum;
-      m[qi] = mNew;
-      if (Dropout) {
-        const std::uint32_t* words = s.words[qi] + (j0 % kWordChunk);
-        for (std::int64_t j = 0; j < count[qi]; ++j) {
-          s.keep[qi][j] = keepsWeight(words[j], t.rate);
-          s.w[qi][j] = lanes[j] * t.keepScale;
-        }
+      if (slots == kTile) {
+        const f32x16 kp = exact::load16(kb[0] + p * kBlock, 16);
+        for (int slot = 0; slot < kTile; ++slot) acc[slot] = exact::fmaLane(exact::splat(qs[slot][p]), kp, acc[slot]);
       } else {
-        std::memcpy(s.w[qi], lanes, sizeof lanes);
+        for (int slot = 0; slot < kTile; ++slot)
+          acc[slot] = exact::fmaLane(exact::splat(qs[slot][p]), exact::load16(kb[slot] + p * kBlock, 16), acc[slot]);
       }
     }
-    // The values: 4 queries at once where all 4 see the whole block, else one by one.
-    for (int qg = 0; qg < kTile; qg += 4) {
-      const bool four = !Dropout && count[qg] == kBlock && count[qg + 1] == kBlock && count[qg + 2] == kBlock &&
-                        count[qg + 3] == kBlock;
-      if (four) accumulateFour(t, s, qg, j0, c + qg);
-      for (int qi = qg; qi < qg + 4; ++qi)
-        if (count[qi] > 0) accumulateOne<Dropout>(t, s, qi, j0, count[qi], c[qi], four ? t.e / 64 * 64 : 0);
+    for (int bb = 0; bb < together && jb0 + bb < blocks; ++bb) {
+      const std::int64_t jb = jb0 + bb, j0 = jb * kBlock;
+      if (Dropout && j0 % kWordChunk == 0)
+        for (int qi = 0; qi < t.nq; ++qi) {
+          const std::int64_t n = std::min(kWordChunk, t.visible[qi] - j0);
+          if (n > 0) drawWords(t.k0, t.k1, dropoutWord(t.item, t.i0 + qi, j0, t.tq, t.tk), n, s.words[qi]);
+        }
+      f32x16 sc[kTile];
+      std::int64_t count[kTile];
+      for (int qi = 0; qi < kTile; ++qi) {
+        count[qi] = qi < t.nq ? std::clamp<std::int64_t>(t.visible[qi] - j0, 0, kBlock) : 0;
+        sc[qi] = qi < slots ? acc[bb * slots + qi] * t.scale : f32x16{};
+      }
+      blockSoftmax<Dropout>(t, s, sc, count, j0, m, l, c);
+      // The values: 4 queries at once where all 4 see the whole block, else one by one.
+      for (int qg = 0; qg < kTile; qg += 4) {
+        const bool four = !Dropout && count[qg] == kBlock && count[qg + 1] == kBlock && count[qg + 2] == kBlock &&
+                          count[qg + 3] == kBlock;
+        if (four) accumulateFour(t, s, qg, j0, c + qg);
+        for (int qi = qg; qi < qg + 4; ++qi)
+          if (count[qi] > 0) accumulateOne<Dropout>(t, s, qi, j0, count[qi], c[qi], four ? t.e / 64 * 64 : 0);
+      }
     }
   }
   // out = a / l; a query that sees no key gives +0s.
