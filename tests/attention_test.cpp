@@ -400,3 +400,174 @@ TEST(AttendedRows, CudaFastPathIsNotBuiltYet) {
   expectThrowsNaming([&] { netops::attentionRows(qkv, heads, head, false, 0, out); }, "gizml::netops::attentionRows",
                      "qkv");
 }
+
+// ---- crossAttentionRows ----------------------------------------------------------------------------------
+
+TEST(CrossAttentionRows, HostEqualsReference) {
+  struct S {
+    std::int64_t nq, nk, heads, head;
+  };
+  for (S s : {S{1, 1, 1, 1}, S{5, 17, 2, 16}, S{9, 33, 3, 17}, S{20, 77, 2, 64}, S{3, 0, 2, 8}, S{0, 4, 1, 8}}) {
+    SCOPED_TRACE(::testing::Message() << "nq " << s.nq << " nk " << s.nk << " heads " << s.heads << " head " << s.head);
+    const std::int64_t width = s.heads * s.head;
+    const Tensor q = host(withSpecials(Key{40, std::uint32_t(s.nq)}, s.nq * width), {s.nq, width});
+    const Tensor kv = host(withSpecials(Key{41, std::uint32_t(s.nk)}, s.nk * 2 * width), {s.nk, 2 * width});
+    std::vector<float> want(s.nq * width);
+    ref::crossAttentionRows(q.toVector<float>().data(), kv.toVector<float>().data(), s.nq, s.nk, s.heads, s.head,
+                            want.data());
+    forThreadCounts([&] {
+      Tensor out = Tensor::zeros({s.nq, width});
+      netops::crossAttentionRows(q, kv, s.heads, s.head, out);
+      EXPECT_TRUE(sameBits(out.toVector<float>(), want));
+      Tensor outBF16 = Tensor::zeros({s.nq, width}, DType::BF16);
+      netops::crossAttentionRows(q, kv, s.heads, s.head, outBF16);
+      EXPECT_TRUE(sameBits(outBF16.toFloats(), host(want, {s.nq, width}).to(DType::BF16).toFloats()));
+    });
+  }
+}
+
+TEST(CrossAttentionRows, BadInput) {
+  const char* fn = "gizml::netops::crossAttentionRows";
+  const std::int64_t heads = 2, head = 4;
+  Tensor q = Tensor::zeros({3, 8}), kv = Tensor::zeros({5, 16}), out = Tensor::zeros({3, 8});
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, kv, heads, 3, out); }, fn, "head");  // 6 != 8
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, Tensor::zeros({5, 8}), heads, head, out); }, fn, "head");
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, kv, 0, head, out); }, fn, "heads");
+  expectThrowsNaming([&] { netops::crossAttentionRows(q.to(DType::BF16), kv, heads, head, out); }, fn, "q");
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, kv.to(DType::F64), heads, head, out); }, fn, "kv");
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, kv, heads, head, Tensor::zeros({4, 8})); }, fn, "out");
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, kv, heads, head, Tensor::zeros({3, 8}, DType::I8)); }, fn, "out");
+  expectThrowsNaming([&] { netops::crossAttentionRows(q.reshape({24}), kv, heads, head, out); }, fn, "q");
+}
+
+// ---- neighborhood3d --------------------------------------------------------------------------------------
+
+namespace {
+
+/// NATTEN's window start for dilation 1, not causal (natten/src/natten/cuda/na/na_utils:
+/// get_window_start): the kernel centred on i, shifted inward at the edges. NATTEN requires
+/// k <= L; gizml clamps a longer kernel to the axis first.
+std::int64_t nattenWindowStart(std::int64_t i, std::int64_t length, std::int64_t k) {
+  const std::int64_t radius = k / 2;
+  if (i < radius) return 0;
+  if (i + radius >= length) return length - k;
+  return i - radius;
+}
+
+/// na3d in float64: softmax over the box of q · k scale, times v; and per element sum p |v|.
+void na3dF64(const std::vector<float>& x, std::int64_t T, std::int64_t H, std::int64_t W, const std::int64_t* kernel,
+             std::int64_t heads, std::int64_t head, double scale, std::vector<double>& out, std::vector<double>& mag) {
+  const std::int64_t stride = 3 * heads * head, dims[3] = {T, H, W};
+  out.assign(T * H * W * heads * head, 0.0);
+  mag.assign(out.size(), 0.0);
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t r = 0; r < T * H * W; ++r) {
+      const std::int64_t pos[3] = {r / (H * W), r / W % H, r % W};
+      std::int64_t start[3], size[3];
+      for (int a = 0; a < 3; ++a) {
+        size[a] = std::min(kernel[a], dims[a]);
+        start[a] = nattenWindowStart(pos[a], dims[a], size[a]);
+      }
+      std::vector<std::int64_t> keys;
+      for (std::int64_t t = start[0]; t < start[0] + size[0]; ++t)
+        for (std::int64_t y = start[1]; y < start[1] + size[1]; ++y)
+          for (std::int64_t z = start[2]; z < start[2] + size[2]; ++z) keys.push_back((t * H + y) * W + z);
+      std::vector<double> s;
+      double m = -INFINITY, l = 0;
+      for (std::int64_t key : keys) {
+        double dot = 0;
+        for (std::int64_t c = 0; c < head; ++c)
+          dot += double(x[r * stride + h * head + c]) * x[key * stride + (heads + h) * head + c];
+        s.push_back(dot * scale);
+        m = std::max(m, s.back());
+      }
+      for (double v : s) l += std::exp(v - m);
+      for (std::size_t j = 0; j < keys.size(); ++j)
+        for (std::int64_t c = 0; c < head; ++c) {
+          const double p = std::exp(s[j] - m) / l, v = x[keys[j] * stride + (2 * heads + h) * head + c];
+          out[r * heads * head + h * head + c] += p * v;
+          mag[r * heads * head + h * head + c] += p * std::fabs(v);
+        }
+    }
+}
+
+struct NaCase {
+  std::int64_t T, H, W, kt, kh, kw, heads, head;
+};
+const NaCase kNa[] = {{1, 1, 1, 1, 1, 1, 1, 4},  {3, 4, 5, 3, 3, 3, 2, 8},  {2, 5, 6, 3, 5, 1, 1, 17},
+                      {4, 4, 4, 5, 3, 7, 2, 16}, {3, 7, 9, 1, 7, 5, 1, 64}, {2, 3, 3, 9, 9, 9, 2, 4}};  // kernels > axes
+
+}  // namespace
+
+TEST(Neighborhood3d, HostEqualsReference) {
+  for (const NaCase& c : kNa) {
+    SCOPED_TRACE(::testing::Message() << "grid " << c.T << "x" << c.H << "x" << c.W << " kernel " << c.kt << "x" << c.kh
+                                      << "x" << c.kw << " heads " << c.heads << " head " << c.head);
+    const std::int64_t rows = c.T * c.H * c.W, width = 3 * c.heads * c.head;
+    const Tensor qkv = host(withSpecials(Key{42, std::uint32_t(rows)}, rows * width), {rows, width});
+    const double scale = 0.7 / std::sqrt(double(c.head));
+    std::vector<float> want(rows * c.heads * c.head);
+    ref::neighborhood3d(qkv.toVector<float>().data(), c.T, c.H, c.W, c.kt, c.kh, c.kw, c.heads, c.head, scale,
+                        want.data());
+    forThreadCounts([&] {
+      EXPECT_TRUE(sameBits(
+          netops::neighborhood3d(qkv, {c.T, c.H, c.W}, {c.kt, c.kh, c.kw}, c.heads, scale).toVector<float>(), want));
+    });
+  }
+}
+
+// Against NATTEN's na3d definition in float64: |out - exact| <= 2e-6 (1 + sum p |v|), as attention.
+TEST(Neighborhood3d, MatchesNattenDefinitionInFloat64) {
+  for (const NaCase& c : kNa) {
+    SCOPED_TRACE(::testing::Message() << "grid " << c.T << "x" << c.H << "x" << c.W << " kernel " << c.kt << "x" << c.kh
+                                      << "x" << c.kw);
+    const std::int64_t rows = c.T * c.H * c.W, width = 3 * c.heads * c.head;
+    const auto x = randomFloats(Key{43, std::uint32_t(rows)}, rows * width);
+    const double scale = 1.0 / std::sqrt(double(c.head));
+    const auto got = netops::neighborhood3d(host(x, {rows, width}), {c.T, c.H, c.W}, {c.kt, c.kh, c.kw}, c.heads, scale)
+                         .toVector<float>();
+    std::vector<double> want, mag;
+    const std::int64_t kernel[3] = {c.kt, c.kh, c.kw};
+    na3dF64(x, c.T, c.H, c.W, kernel, c.heads, c.head, double(float(scale)), want, mag);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_LE(std::fabs(got[i] - want[i]), 2e-6 * (1.0 + mag[i])) << "element " << i;
+  }
+}
+
+TEST(Neighborhood3d, WindowsShiftInwardAtTheEdges) {
+  // One axis of 5, kernel 3: query 0 sees keys 0..2 (not -1..1), query 4 sees 2..4. With v = the
+  // one-hot of the key and q = 0, the output is 1/3 on exactly the keys of the window.
+  const std::int64_t L = 5;
+  std::vector<float> x(L * 3 * L, 0.0f);  // heads 1, head L: q, k = 0; v = one-hot
+  for (std::int64_t r = 0; r < L; ++r) x[r * 3 * L + 2 * L + r] = 1.0f;
+  const auto out = netops::neighborhood3d(host(x, {L, 3 * L}), {1, 1, L}, {1, 1, 3}, 1, 1.0).toVector<float>();
+  const std::int64_t first[L] = {0, 0, 1, 2, 2};
+  for (std::int64_t i = 0; i < L; ++i)
+    for (std::int64_t j = 0; j < L; ++j)
+      EXPECT_EQ(out[i * L + j], (j >= first[i] && j < first[i] + 3) ? 1.0f / 3.0f : 0.0f) << "query " << i << " key " << j;
+}
+
+TEST(Neighborhood3d, BadInput) {
+  const char* fn = "gizml::netops::neighborhood3d";
+  const Tensor qkv = Tensor::zeros({24, 12});  // grid 2 x 3 x 4, heads 2, head 2
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 2, 3}, 2, 1.0); }, fn, "kernel");  // even
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {0, 1, 3}, 2, 1.0); }, fn, "kernel");  // zero
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 3}, 2, 1.0); }, fn, "kernel");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 5}, {1, 1, 3}, 2, 1.0); }, fn, "grid");  // 30 != 24
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {6, 4}, {1, 1, 3}, 2, 1.0); }, fn, "grid");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {0, 3, 4}, {1, 1, 3}, 2, 1.0); }, fn, "grid");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 1, 3}, 5, 1.0); }, fn, "heads");  // 12 % 15
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 1, 3}, 0, 1.0); }, fn, "heads");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv.to(DType::BF16), {2, 3, 4}, {1, 1, 3}, 2, 1.0); }, fn, "qkv");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv.reshape({288}), {2, 3, 4}, {1, 1, 3}, 2, 1.0); }, fn, "qkv");
+}
+
+TEST(Neighborhood3d, CudaFastPathIsNotBuiltYet) {
+  GIZML_NEED_GPU();
+  const Tensor qkv = Tensor::zeros({24, 12}, DType::BF16, Device::cuda(0));
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 1, 3}, 2, 1.0); }, "gizml::netops::neighborhood3d", "qkv");
+  Tensor out = Tensor::zeros({3, 8}, DType::BF16, Device::cuda(0));
+  expectThrowsNaming([&] { netops::crossAttentionRows(Tensor::zeros({3, 8}, DType::BF16, Device::cuda(0)),
+                                                      Tensor::zeros({5, 16}, DType::BF16, Device::cuda(0)), 2, 4, out); },
+                     "gizml::netops::crossAttentionRows", "q");
+}

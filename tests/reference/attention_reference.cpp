@@ -120,4 +120,55 @@ void attendedRows(const float* qkv, std::int64_t rows, std::int64_t heads, std::
   }
 }
 
+void crossAttentionRows(const float* q, const float* kv, std::int64_t nq, std::int64_t nk, std::int64_t heads,
+                        std::int64_t head, float* out) {
+  const std::int64_t width = heads * head;
+  std::vector<float> qh(nq * head), kh(nk * head), vh(nk * head), oh(nq * head);
+  for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t r = 0; r < nq; ++r)
+      for (std::int64_t c = 0; c < head; ++c) qh[r * head + c] = q[r * width + h * head + c];
+    for (std::int64_t r = 0; r < nk; ++r)
+      for (std::int64_t c = 0; c < head; ++c) {
+        kh[r * head + c] = kv[r * 2 * width + h * head + c];
+        vh[r * head + c] = kv[r * 2 * width + width + h * head + c];
+      }
+    attention(qh.data(), kh.data(), vh.data(), 1, nq, nk, head, head, 1.0 / std::sqrt(static_cast<double>(head)),
+              false, 0.0, Key{}, oh.data());
+    for (std::int64_t r = 0; r < nq; ++r)
+      for (std::int64_t c = 0; c < head; ++c) out[r * width + h * head + c] = oh[r * head + c];
+  }
+}
+
+void neighborhood3d(const float* qkv, std::int64_t T, std::int64_t H, std::int64_t W, std::int64_t kt,
+                    std::int64_t kh, std::int64_t kw, std::int64_t heads, std::int64_t head, double scale, float* out) {
+  const std::int64_t stride = 3 * heads * head;
+  auto window = [](std::int64_t i, std::int64_t length, std::int64_t k, std::int64_t& start, std::int64_t& size) {
+    size = std::min(k, length);
+    start = std::min(std::max<std::int64_t>(i - size / 2, 0), length - size);
+  };
+  std::vector<float> k, v, o(head);
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t y = 0; y < H; ++y)
+        for (std::int64_t x = 0; x < W; ++x) {
+          std::int64_t st, nt, sy, ny, sx, nx;
+          window(t, T, kt, st, nt);
+          window(y, H, kh, sy, ny);
+          window(x, W, kw, sx, nx);
+          k.clear();
+          v.clear();
+          for (std::int64_t a = st; a < st + nt; ++a)
+            for (std::int64_t b = sy; b < sy + ny; ++b)
+              for (std::int64_t c = sx; c < sx + nx; ++c) {
+                const float* row = qkv + ((a * H + b) * W + c) * stride;
+                k.insert(k.end(), row + (heads + h) * head, row + (heads + h + 1) * head);
+                v.insert(v.end(), row + (2 * heads + h) * head, row + (2 * heads + h + 1) * head);
+              }
+          const std::int64_t r = (t * H + y) * W + x, n = nt * ny * nx;
+          attention(qkv + r * stride + h * head, k.data(), v.data(), 1, 1, n, head, head, scale, false, 0.0, Key{},
+                    o.data());
+          for (std::int64_t c = 0; c < head; ++c) out[r * heads * head + h * head + c] = o[c];
+        }
+}
+
 }  // namespace gizml::reference

@@ -31,4 +31,15 @@ void attendedRows(const float* qkv, std::int64_t rows, std::int64_t heads, std::
                   const float* qw, const float* kw, const float* cos, const float* sin, std::int64_t half, double eps,
                   std::int64_t queries, float* out);
 
+/// crossAttentionRows: per head, reference attention of q [nq, heads head] over kv [nk, 2 heads
+/// head] (k, then v, of every head), scale 1 / sqrt(head), into out [nq, heads head].
+void crossAttentionRows(const float* q, const float* kv, std::int64_t nq, std::int64_t nk, std::int64_t heads,
+                        std::int64_t head, float* out);
+
+/// neighborhood3d: per head and query, the box of keys (windows clamp(i - k'/2, 0, L - k') of
+/// k' = min(k, L) along each axis) in (t, h, w) order gathered, then reference attention of the
+/// one query over them with `scale`.
+void neighborhood3d(const float* qkv, std::int64_t T, std::int64_t H, std::int64_t W, std::int64_t kt,
+                    std::int64_t kh, std::int64_t kw, std::int64_t heads, std::int64_t head, double scale, float* out);
+
 }  // namespace gizml::reference

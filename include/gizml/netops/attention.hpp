@@ -58,4 +58,20 @@ Tensor attendedRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bo
 void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized, std::int64_t group,
                    const Tensor& out, const std::vector<HeadPrep>& prep = {}, std::int64_t queries = 0);
 
+/// Cross attention: each row of q [nq, heads head] over all the keys and values of kv [nk, 2 heads
+/// head] (each row its k of every head, then its v), per head, scale F32(1 / sqrt(head)), into out
+/// [nq, heads head] F32 or BF16 (the exact result rounded once). Exact on the host; on a GPU the
+/// fast BF16 path, not built yet (a gizml::Error).
+void crossAttentionRows(const Tensor& q, const Tensor& kv, std::int64_t heads, std::int64_t head, const Tensor& out);
+
+/// 3D neighborhood attention (NATTEN's na3d, dilation 1, not causal) of qkv [T H W, 3 heads head]
+/// (F32 on the host; rows in (t, h, w) order, each its q, k and v of every head; head = the row /
+/// (3 heads)): along an axis of length L with odd kernel k, k' = min(k, L) and query i's window is
+/// [s, s + k') with s = clamp(i - k' / 2, 0, L - k') (shifted inward at the edges); a query attends
+/// the box of keys that is the product of its three windows, in (t, h, w) raster order, by the
+/// exact `attention` steps (blocks of 16 of that sequence) with F32(scale).
+/// -> [T H W, heads head] F32. Exact on the host; on a GPU the fast BF16 path, not built yet.
+Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, const std::vector<std::int64_t>& kernel,
+                      std::int64_t heads, double scale);
+
 }  // namespace gizml::netops

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/check.hpp"
@@ -194,6 +195,58 @@ void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, boo
     Tensor exact = Tensor::empty({s.outRows, heads * head});
     attendPacked(prepared(qkv, heads, head, prep), heads, head, s, exact.data<float>());
     const Tensor rounded = exact.to(DType::BF16);  // each value rounded once (SPEC §1.4)
+    std::memcpy(out.raw(), rounded.raw(), rounded.bytes());
+  }
+}
+
+void crossAttentionRows(const Tensor& q, const Tensor& kv, std::int64_t heads, std::int64_t head, const Tensor& out) {
+  const char* fn = "gizml::netops::crossAttentionRows";
+  detail::requireAtLeast(fn, "heads", heads, 1);
+  detail::requireAtLeast(fn, "head", head, 1);
+  const std::int64_t width = detail::checkedMul(fn, "head", heads, head);
+  // BF16 rows are the GPU's (whose fast path is not built yet); the host's are F32.
+  for (auto [name, t, w] : {std::tuple<const char*, const Tensor*, std::int64_t>{"q", &q, width}, {"kv", &kv, 2 * width}}) {
+    detail::requireDefined(fn, name, *t);
+    if (t->dtype() != DType::F32 && !(t->dtype() == DType::BF16 && !t->device().isHost()))
+      fail(fn, name, "expected dtype F32 (BF16 on a GPU), got " + dtypeName(t->dtype()));
+    detail::requireRank(fn, name, *t, 2);
+    if (t->dim(1) != w)
+      fail(fn, "head", std::string("expected ") + name + " rows of " + (w == width ? "" : "2 ") + "heads head = " +
+                           str(w) + " values (heads " + str(heads) + ", head " + str(head) + "), got " + name +
+                           " of shape " + shapeString(t->shape()));
+  }
+  detail::requireDefined(fn, "out", out);
+  if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
+    fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
+  detail::requireShape(fn, "out", out, {q.dim(0), width});
+  detail::requireSameDevice(fn, {{"q", &q}, {"kv", &kv}, {"out", &out}});
+  if (!q.device().isHost()) noFastGpuPath(fn, "q");
+  const std::int64_t nq = q.dim(0), nk = kv.dim(0);
+  Tensor exact = out.dtype() == DType::F32 ? out : Tensor::empty({nq, width});
+  // Items are the heads (inner = heads, one outer item); keys and values are kv's two halves.
+  attn::Attention::Args a{.q = q.data<float>(),
+                          .k = kv.data<float>(),
+                          .v = kv.data<float>() + width,
+                          .out = exact.data<float>(),
+                          .lq = {0, head, width},
+                          .lk = {0, head, 2 * width},
+                          .lv = {0, head, 2 * width},
+                          .lout = {0, head, width},
+                          .items = heads,
+                          .inner = heads,
+                          .tq = nq,
+                          .tk = nk,
+                          .d = head,
+                          .e = head,
+                          .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head))),
+                          .causal = false,
+                          .rate = 0.0f,
+                          .keepScale = 1.0f,
+                          .k0 = 0,
+                          .k1 = 0};
+  attn::Attention::host(a);
+  if (out.dtype() == DType::BF16) {
+    const Tensor rounded = exact.to(DType::BF16);  // each value rounded once
     std::memcpy(out.raw(), rounded.raw(), rounded.bytes());
   }
 }
