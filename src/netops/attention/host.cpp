@@ -3,6 +3,7 @@
 // queries), each tile by host_tile.hpp). It equals tests/reference/attention_reference.cpp bit for
 // bit, for any thread count and batch.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -29,10 +30,11 @@ void attendAll(const Attention::Args& a, const float* packed, std::int64_t block
 #pragma omp parallel
   {
     const std::int64_t ePad = paddedChannels(a.e);
-    std::vector<float> acc(static_cast<std::size_t>(kTile * ePad));
+    std::vector<float> acc(static_cast<std::size_t>(kTile * ePad)), qT(static_cast<std::size_t>(kTile * a.d + 1));
     auto scratch = std::make_unique<TileScratch>();
     scratch->ePad = ePad;
     scratch->acc = acc.data();
+    scratch->qT = qT.data();
     // Causal tiles differ in work: hand them out as threads free up (no bit depends on who runs one).
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t tile = 0; tile < tiles; ++tile) {
@@ -76,8 +78,11 @@ void Attention::host(const Args& a) {
   if (a.items == 0 || a.tq == 0) return;
   // Keys transposed by blocks of 16, once for all the queries of an item.
   const std::int64_t blocks = (a.tk + kBlock - 1) / kBlock, blockFloats = a.d * kBlock;
-  Tensor packed = Tensor::empty({std::max<std::int64_t>(1, a.items * blocks * blockFloats)});
+  // kTile blocks of slack (zeros) after the last: a tile scores up to kTile blocks at once.
+  const std::int64_t used = a.items * blocks * blockFloats;
+  Tensor packed = Tensor::empty({used + kTile * blockFloats + 1});
   float* kp = packed.data<float>();
+  std::memset(kp + used, 0, sizeof(float) * static_cast<std::size_t>(kTile * blockFloats + 1));
 #pragma omp parallel for schedule(static)
   for (std::int64_t ib = 0; ib < a.items * blocks; ++ib) {
     const float* kBase = a.k + itemOffset(a.lk, ib / blocks, a.inner);

@@ -34,6 +34,16 @@ constexpr int kTile = 8;
 /// Dropout words are drawn for this many keys of a query at once (16 blocks).
 constexpr std::int64_t kWordChunk = 256;
 
+/// Holds v in a register from here on: the compiler would otherwise fold v's load into each of the
+/// 4 fmas that use it, loading it 4 times (the loads, not the fmas, then bound the loop).
+inline __attribute__((always_inline)) void inRegister(f32x16& v) {
+#if defined(__AVX512F__)
+  asm("" : "+v"(v));
+#else
+  asm("" : "+x"(v.h[0]), "+x"(v.h[1]));
+#endif
+}
+
 /// The channels of `e` rounded up to whole lane vectors (the accumulators' row).
 inline std::int64_t paddedChannels(std::int64_t e) { return (e + 15) / 16 * 16; }
 
@@ -81,6 +91,7 @@ struct TileScratch {
   float w[kTile][kBlock];              // this block's w'_j (w_j times keepScale with dropout)
   bool keep[kTile][kBlock];            // with dropout: key j of this block is kept
   std::uint32_t words[kTile][kWordChunk];
+  float* qT;                           // d x kTile: the tile's q values by p, one a score slot
 };
 
 /// What a tile reads: kTile query rows (the first nq real), their visible key counts, the packed
@@ -153,8 +164,12 @@ inline void accumulateFour(const Tile<ValueRow>& t, TileScratch& s, int qg, std:
     }
     for (std::int64_t j = 0; j < kBlock; ++j) {
       const float* v = t.vRow(j0 + j) + cb;
-      const f32x16 v0 = exact::load16(v, 16), v1 = exact::load16(v + 16, 16), v2 = exact::load16(v + 32, 16),
-                   v3 = exact::load16(v + 48, 16);
+      f32x16 v0 = exact::load16(v, 16), v1 = exact::load16(v + 16, 16), v2 = exact::load16(v + 32, 16),
+             v3 = exact::load16(v + 48, 16);
+      inRegister(v0);
+      inRegister(v1);
+      inRegister(v2);
+      inRegister(v3);
       for (int qq = 0; qq < 4; ++qq) {
         const f32x16 w = exact::splat(s.w[qg + qq][j]);
         a[qq][0] = exact::fmaLane(w, v0, a[qq][0]);
@@ -168,42 +183,63 @@ inline void accumulateFour(const Tile<ValueRow>& t, TileScratch& s, int qg, std:
   }
 }
 
+/// The scores of `Blocks` consecutive packed blocks (keys + b d 16) for kTile / Blocks queries:
+/// acc[b (kTile / Blocks) + qi] = the 16 chains of block b and query qi, p in order. The packed
+/// keys have kTile blocks of slack after the last, so the blocks past it (unused) can be read.
+template <int Blocks>
+inline void scoreBlocks(const float* keys, const float* qT, std::int64_t d, f32x16* acc) {
+  constexpr int kQueries = kTile / Blocks;
+  for (int slot = 0; slot < kTile; ++slot) acc[slot] = f32x16{};
+  const std::int64_t blockFloats = d * kBlock;
+  for (std::int64_t p = 0; p < d; ++p) {
+    const float* q = qT + p * kTile;
+    for (int b = 0; b < Blocks; ++b) {
+      const f32x16 kp = exact::load16(keys + b * blockFloats + p * kBlock, 16);
+      for (int qi = 0; qi < kQueries; ++qi)
+        acc[b * kQueries + qi] = exact::fmaLane(exact::splat(q[b * kQueries + qi]), kp, acc[b * kQueries + qi]);
+    }
+  }
+}
+
 /// One block's softmax steps for the tile's queries (scores sc[qi], count[qi] visible keys, 0 for
 /// a query that has none in the block): m, l and c[qi], and the weights w'_j into s.w (and the
 /// dropout flags into s.keep).
 template <bool Dropout, class ValueRow>
 inline void blockSoftmax(const Tile<ValueRow>& t, TileScratch& s, const f32x16* sc, const std::int64_t* count,
                          std::int64_t j0, float* m, float* l, float* c) {
-  float mNew[16], mOld[16], w[kTile][kBlock];
+  float mNew[16], mOld[16], wLocal[Dropout ? kTile : 1][kBlock];
+  float(*w)[kBlock] = Dropout ? wLocal : s.w;  // the undropped weights
   for (int qi = 0; qi < 16; ++qi) mNew[qi] = mOld[qi] = qi < kTile ? m[qi] : 0.0f;
   for (int qi = 0; qi < kTile; ++qi)
     if (count[qi] > 0) mNew[qi] = runningMax(m[qi], blockMax(sc[qi], count[qi]));
   // c = exp(m - m') for the tile's queries in one 16-lane exp (the same bits as one by one).
   float cs[16];
   exact::store16(cs, exact::expLanes(exact::load16(mOld, 16) - exact::load16(mNew, 16)), 16);
+  float sum[kTile];
   for (int qi = 0; qi < kTile; ++qi) {
     c[qi] = count[qi] > 0 ? cs[qi] : 1.0f;
-    if (count[qi] == 0) continue;
-    exact::store16(w[qi], exact::expLanes(sc[qi] - mNew[qi]), 16);
-    m[qi] = mNew[qi];
-    l[qi] = l[qi] * c[qi];
+    // The lanes past the visible keys (and a query with none) hold +0, which the sums below add:
+    // l is never -0 (+0, products and sums of values >= +0, or NaN), so l + (+0) is l, bit for bit.
+    const f32x16 wq = count[qi] > 0 ? exact::keepFirst(exact::expLanes(sc[qi] - mNew[qi]), count[qi]) : f32x16{};
+    exact::store16(w[qi], wq, 16);
+    if (count[qi] > 0) {
+      m[qi] = mNew[qi];
+      l[qi] = l[qi] * c[qi];
+    }
+    sum[qi] = l[qi];
   }
   // l + w_j in key order, each query its own chain (the queries interleaved).
   for (int j = 0; j < kBlock; ++j)
-    for (int qi = 0; qi < kTile; ++qi)
-      if (j < count[qi]) l[qi] = l[qi] + w[qi][j];
-  for (int qi = 0; qi < kTile; ++qi) {
-    if (count[qi] == 0) continue;
-    if (Dropout) {
+    for (int qi = 0; qi < kTile; ++qi) sum[qi] = sum[qi] + w[qi][j];
+  for (int qi = 0; qi < kTile; ++qi) l[qi] = sum[qi];
+  if (Dropout)
+    for (int qi = 0; qi < kTile; ++qi) {
       const std::uint32_t* words = s.words[qi] + (j0 % kWordChunk);
       for (std::int64_t j = 0; j < count[qi]; ++j) {
         s.keep[qi][j] = keepsWeight(words[j], t.rate);
         s.w[qi][j] = w[qi][j] * t.keepScale;
       }
-    } else {
-      std::memcpy(s.w[qi], w[qi], sizeof w[qi]);
     }
-  }
 }
 
 /// The tile's queries over their visible keys, into their output rows.
@@ -223,24 +259,16 @@ void attendTile(const Tile<ValueRow>& t, TileScratch& s) {
   // The kTile accumulators hold (block, query) pairs: `slots` queries a block, kTile / slots
   // blocks scored at once, so a tile of one query (a decoder's step) still runs kTile chains.
   const int slots = t.nq > 4 ? 8 : t.nq > 2 ? 4 : t.nq > 1 ? 2 : 1, together = kTile / slots;
+  for (std::int64_t p = 0; p < d; ++p)
+    for (int slot = 0; slot < kTile; ++slot) s.qT[p * kTile + slot] = t.q[slot % slots][p];
   for (std::int64_t jb0 = 0; jb0 < blocks; jb0 += together) {
     // Scores: lane l of acc[bb slots + qi] is chain(q_qi, k_{16 (jb0 + bb) + l}).
-    const float* kb[kTile];
-    const float* qs[kTile];
-    for (int slot = 0; slot < kTile; ++slot) {
-      kb[slot] = t.keys + std::min(jb0 + slot / slots, blocks - 1) * d * kBlock;  // past the last: unused
-      qs[slot] = t.q[slot % slots];
-    }
     f32x16 acc[kTile];
-    for (int slot = 0; slot < kTile; ++slot) acc[slot] = f32x16{};
-    for (std::int64_t p = 0; p < d; ++p) {
-      if (slots == kTile) {
-        const f32x16 kp = exact::load16(kb[0] + p * kBlock, 16);
-        for (int slot = 0; slot < kTile; ++slot) acc[slot] = exact::fmaLane(exact::splat(qs[slot][p]), kp, acc[slot]);
-      } else {
-        for (int slot = 0; slot < kTile; ++slot)
-          acc[slot] = exact::fmaLane(exact::splat(qs[slot][p]), exact::load16(kb[slot] + p * kBlock, 16), acc[slot]);
-      }
+    switch (together) {
+      case 1: scoreBlocks<1>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
+      case 2: scoreBlocks<2>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
+      case 4: scoreBlocks<4>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
+      default: scoreBlocks<8>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
     }
     for (int bb = 0; bb < together && jb0 + bb < blocks; ++bb) {
       const std::int64_t jb = jb0 + bb, j0 = jb * kBlock;

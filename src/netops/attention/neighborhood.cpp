@@ -71,11 +71,14 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, 
 #pragma omp parallel
   {
     std::vector<std::int64_t> box(static_cast<std::size_t>(boxMost));
-    std::vector<float> packed(static_cast<std::size_t>(std::max<std::int64_t>(1, blocks * head * attn::kBlock)));
+    // kTile blocks of slack (zeros) after the last: the tile scores up to kTile blocks at once.
+    std::vector<float> packed(static_cast<std::size_t>((blocks + attn::kTile) * head * attn::kBlock), 0.0f);
     std::vector<float> acc(static_cast<std::size_t>(attn::kTile * attn::paddedChannels(head)));
+    std::vector<float> qT(static_cast<std::size_t>(attn::kTile * head));
     auto scratch = std::make_unique<attn::TileScratch>();
     scratch->ePad = attn::paddedChannels(head);
     scratch->acc = acc.data();
+    scratch->qT = qT.data();
 #pragma omp for schedule(static)
     for (std::int64_t item = 0; item < heads * rows; ++item) {
       const std::int64_t h = item / rows, r = item % rows;
