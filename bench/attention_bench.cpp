@@ -3,10 +3,12 @@
 // add). Where OpenBLAS is found (the host's GEMM benchmark's dependency), its cblas_sgemm runs the
 // same products unfused first (per item S = Q Kᵀ, then O = S V: the non-causal FLOPs) and each
 // attention line's `x_sgemm` counter is its FLOP/s over that rate, measured in the same run.
-// GIZML_BENCH_DEVICE=cuda runs attention on GPU 0 (the exact SIMT kernel; there is no baseline).
+// BM_AttentionDecode is a decoder's step (one query a head over a KV cache), in bytes/s beside a
+// copy. GIZML_BENCH_DEVICE=cuda runs attention on GPU 0 (the exact SIMT kernel; there is no baseline).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "bench_support.hpp"
 #include "gizml/gizml.hpp"
@@ -71,5 +73,23 @@ void BM_Attention(benchmark::State& state) {
   if (gSgemmRate > 0 && d.isHost()) state.counters["x_sgemm"] = rate / gSgemmRate;
 }
 BENCHMARK(BM_Attention)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A decoder's step: one query a head over a KV cache (32 heads, tk = 4096, d = e = 128): the keys
+// and values are read once, so its bytes/s is read against a copy of as many floats.
+constexpr std::int64_t kHeads = 32, kCache = 4096, kHead = 128;
+
+void BM_AttentionDecode(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor q = Tensor::normal(Key{4, 4}, {kHeads, 1, kHead}, d), k = Tensor::normal(Key{5, 5}, {kHeads, kCache, kHead}, d);
+  Tensor v = Tensor::normal(Key{6, 6}, {kHeads, kCache, kHead}, d);
+  timedRate(state, kHeads * kCache * 4.0 * kHead, [&] {
+    Tensor out = netops::attention(q, k, v, 1.0 / std::sqrt(double(kHead)), true);
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.raw());
+  });
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * kHeads * kCache * kHead * 4) * state.iterations());
+}
+BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kHeads * kCache, kHead})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -23,6 +23,7 @@ namespace attn {
 namespace {
 
 /// Query tiles of items x tq queries: tile t is queries [kTile (t % perItem), ...) of item t / perItem.
+/// packed: the keys packed by blocks, or null when each item is one tile (it packs its own).
 template <bool Dropout>
 void attendAll(const Attention::Args& a, const float* packed, std::int64_t blocks) {
   const std::int64_t perItem = (a.tq + kTile - 1) / kTile, tiles = a.items * perItem;
@@ -31,34 +32,39 @@ void attendAll(const Attention::Args& a, const float* packed, std::int64_t block
   {
     const std::int64_t ePad = paddedChannels(a.e);
     std::vector<float> acc(static_cast<std::size_t>(kTile * ePad)), qT(static_cast<std::size_t>(kTile * a.d + 1));
+    std::vector<float> keys(packed ? 1 : static_cast<std::size_t>(kTile * blockFloats + 1), 0.0f);
     auto scratch = std::make_unique<TileScratch>();
     scratch->ePad = ePad;
     scratch->acc = acc.data();
     scratch->qT = qT.data();
+    scratch->keys = keys.data();
     // Causal tiles differ in work: hand them out as threads free up (no bit depends on who runs one).
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t tile = 0; tile < tiles; ++tile) {
       const std::int64_t item = tile / perItem, i0 = (tile % perItem) * kTile;
+      const float* kBase = a.k + itemOffset(a.lk, item, a.inner);
       const float* vBase = a.v + itemOffset(a.lv, item, a.inner);
-      const std::int64_t vStride = a.lv.row;
+      const std::int64_t kStride = a.lk.row, vStride = a.lv.row;
+      auto kRow = [kBase, kStride](std::int64_t j) { return kBase + j * kStride; };
       auto vRow = [vBase, vStride](std::int64_t j) { return vBase + j * vStride; };
-      Tile<decltype(vRow)> t{.q = {},
-                             .out = {},
-                             .visible = {},
-                             .nq = static_cast<int>(std::min<std::int64_t>(kTile, a.tq - i0)),
-                             .keys = packed + item * blocks * blockFloats,
-                             .vRow = vRow,
-                             .d = a.d,
-                             .e = a.e,
-                             .scale = a.scale,
-                             .rate = a.rate,
-                             .keepScale = a.keepScale,
-                             .k0 = a.k0,
-                             .k1 = a.k1,
-                             .item = item,
-                             .i0 = i0,
-                             .tq = a.tq,
-                             .tk = a.tk};
+      Tile<decltype(kRow), decltype(vRow)> t{.q = {},
+                                             .out = {},
+                                             .visible = {},
+                                             .nq = static_cast<int>(std::min<std::int64_t>(kTile, a.tq - i0)),
+                                             .keys = packed ? packed + item * blocks * blockFloats : nullptr,
+                                             .kRow = kRow,
+                                             .vRow = vRow,
+                                             .d = a.d,
+                                             .e = a.e,
+                                             .scale = a.scale,
+                                             .rate = a.rate,
+                                             .keepScale = a.keepScale,
+                                             .k0 = a.k0,
+                                             .k1 = a.k1,
+                                             .item = item,
+                                             .i0 = i0,
+                                             .tq = a.tq,
+                                             .tk = a.tk};
       const float* qBase = a.q + itemOffset(a.lq, item, a.inner);
       float* outBase = a.out + itemOffset(a.lout, item, a.inner);
       for (int qi = 0; qi < kTile; ++qi) {
@@ -76,9 +82,15 @@ void attendAll(const Attention::Args& a, const float* packed, std::int64_t block
 
 void Attention::host(const Args& a) {
   if (a.items == 0 || a.tq == 0) return;
-  // Keys transposed by blocks of 16, once for all the queries of an item.
   const std::int64_t blocks = (a.tk + kBlock - 1) / kBlock, blockFloats = a.d * kBlock;
-  // kTile blocks of slack (zeros) after the last: a tile scores up to kTile blocks at once.
+  if (a.tq <= kTile) {
+    // One tile an item (a decoder's step): it packs its keys as it reads them.
+    if (a.rate > 0.0f) attendAll<true>(a, nullptr, blocks);
+    else attendAll<false>(a, nullptr, blocks);
+    return;
+  }
+  // Keys transposed by blocks of 16, once for all the tiles of an item, with kTile blocks of
+  // slack (zeros) after the last: a tile scores up to kTile blocks at once.
   const std::int64_t used = a.items * blocks * blockFloats;
   Tensor packed = Tensor::empty({used + kTile * blockFloats + 1});
   float* kp = packed.data<float>();

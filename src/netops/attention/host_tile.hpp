@@ -69,17 +69,61 @@ inline void drawWords(std::uint32_t k0, std::uint32_t k1, std::uint64_t w0, std:
   }
 }
 
+#if defined(__AVX512F__)
+/// The 16 x 16 floats rows[i][0 .. 16) transposed into out[c * 16 + i] (unpack, then 128-bit
+/// lane shuffles: data movement only).
+inline void transpose16x16(const float* const* rows, float* out) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(rows[i]);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  // r[4 g + k] holds column k + 4 m (m = the 128-bit lane) of rows 4 g .. 4 g + 3, lane m.
+  for (int g = 0; g < 4; g += 2)
+    for (int k = 0; k < 4; ++k) {
+      t[4 * g + k] = _mm512_shuffle_f32x4(r[4 * g + k], r[4 * g + 4 + k], 0x88);
+      t[4 * g + 4 + k] = _mm512_shuffle_f32x4(r[4 * g + k], r[4 * g + 4 + k], 0xdd);
+    }
+  for (int k = 0; k < 4; ++k) {
+    const __m512 a0 = t[k], a1 = t[4 + k], b0 = t[8 + k], b1 = t[12 + k];
+    _mm512_storeu_ps(out + (k + 0) * 16, _mm512_shuffle_f32x4(a0, b0, 0x88));
+    _mm512_storeu_ps(out + (k + 8) * 16, _mm512_shuffle_f32x4(a0, b0, 0xdd));
+    _mm512_storeu_ps(out + (k + 4) * 16, _mm512_shuffle_f32x4(a1, b1, 0x88));
+    _mm512_storeu_ps(out + (k + 12) * 16, _mm512_shuffle_f32x4(a1, b1, 0xdd));
+  }
+}
+#endif
+
 /// Keys transposed by blocks of 16: block jb holds, for p < d, the 16 lanes k[16 jb + l][p] (+0
 /// past the last key). keyRow(j) is key j's d values.
 template <class KeyRow>
 inline void packKeyBlock(KeyRow keyRow, std::int64_t jb, std::int64_t n, std::int64_t d, float* block) {
   const std::int64_t j0 = jb * kBlock;
+  std::int64_t done = 0;  // values p < done are packed
+#if defined(__AVX512F__)
+  if (j0 + kBlock <= n) {
+    const float* rows[kBlock];
+    for (int l = 0; l < kBlock; ++l) rows[l] = keyRow(j0 + l);
+    for (; done + 16 <= d; done += 16) {
+      const float* at[kBlock];
+      for (int l = 0; l < kBlock; ++l) at[l] = rows[l] + done;
+      transpose16x16(at, block + done * kBlock);
+    }
+  }
+#endif
   for (int l = 0; l < kBlock; ++l) {
     if (j0 + l < n) {
       const float* k = keyRow(j0 + l);
-      for (std::int64_t p = 0; p < d; ++p) block[p * kBlock + l] = k[p];
+      for (std::int64_t p = done; p < d; ++p) block[p * kBlock + l] = k[p];
     } else {
-      for (std::int64_t p = 0; p < d; ++p) block[p * kBlock + l] = 0.0f;
+      for (std::int64_t p = done; p < d; ++p) block[p * kBlock + l] = 0.0f;
     }
   }
 }
@@ -92,17 +136,21 @@ struct TileScratch {
   bool keep[kTile][kBlock];            // with dropout: key j of this block is kept
   std::uint32_t words[kTile][kWordChunk];
   float* qT;                           // d x kTile: the tile's q values by p, one a score slot
+  float* keys;                         // kTile packed blocks, for tiles that pack their own keys
 };
 
-/// What a tile reads: kTile query rows (the first nq real), their visible key counts, the packed
-/// keys, the value rows (vRow(j)), the output rows, and the dropout words' coordinates.
-template <class ValueRow>
+/// What a tile reads: kTile query rows (the first nq real), their visible key counts, the keys
+/// (packed by the caller, or packed by the tile from kRow(j) as it goes: a tile that is its item's
+/// only one, such as a decoder's step, reads each key once that way), the value rows (vRow(j)),
+/// the output rows, and the dropout words' coordinates.
+template <class KeyRow, class ValueRow>
 struct Tile {
   const float* q[kTile];
   float* out[kTile];
   std::int64_t visible[kTile];
   int nq;
-  const float* keys;  // packed: block jb at keys + jb d 16
+  const float* keys;  // packed: block jb at keys + jb d 16, kTile blocks of slack after the last; or null
+  KeyRow kRow;        // where keys is null
   ValueRow vRow;
   std::int64_t d, e;
   float scale;
@@ -126,11 +174,36 @@ inline float blockMax(f32x16 s, std::int64_t count) {
 
 /// a = a * c, then a = fma(w'_j, v_j, a) over the block's kept keys, for one query and the
 /// channels [c0, e): the general step (partial blocks, dropout, the channels past the last 64).
-template <bool Dropout, class ValueRow>
-inline void accumulateOne(const Tile<ValueRow>& t, TileScratch& s, int qi, std::int64_t j0, std::int64_t count,
+template <bool Dropout, class KeyRow, class ValueRow>
+inline void accumulateOne(const Tile<KeyRow, ValueRow>& t, TileScratch& s, int qi, std::int64_t j0, std::int64_t count,
                           float c, std::int64_t c0) {
   float* acc = s.acc + qi * s.ePad;
-  for (std::int64_t cb = c0; cb < t.e; cb += 64) {
+  std::int64_t cb = c0;
+  for (; cb + 64 <= t.e; cb += 64) {
+    // 64 channels in 4 registers.
+    f32x16 a0 = exact::load16(acc + cb, 16), a1 = exact::load16(acc + cb + 16, 16),
+           a2 = exact::load16(acc + cb + 32, 16), a3 = exact::load16(acc + cb + 48, 16);
+    if (c != 1.0f) {  // a * 1 is a: the same bits
+      a0 = a0 * c;
+      a1 = a1 * c;
+      a2 = a2 * c;
+      a3 = a3 * c;
+    }
+    for (std::int64_t j = 0; j < count; ++j) {
+      if (Dropout && !s.keep[qi][j]) continue;
+      const f32x16 w = exact::splat(s.w[qi][j]);
+      const float* v = t.vRow(j0 + j) + cb;
+      a0 = exact::fmaLane(w, exact::load16(v, 16), a0);
+      a1 = exact::fmaLane(w, exact::load16(v + 16, 16), a1);
+      a2 = exact::fmaLane(w, exact::load16(v + 32, 16), a2);
+      a3 = exact::fmaLane(w, exact::load16(v + 48, 16), a3);
+    }
+    exact::store16(acc + cb, a0, 16);
+    exact::store16(acc + cb + 16, a1, 16);
+    exact::store16(acc + cb + 32, a2, 16);
+    exact::store16(acc + cb + 48, a3, 16);
+  }
+  for (; cb < t.e; cb += 64) {
     const int nv = static_cast<int>(std::min<std::int64_t>(4, (t.e - cb + 15) / 16));
     f32x16 a[4];
     for (int u = 0; u < nv; ++u) {
@@ -149,8 +222,8 @@ inline void accumulateOne(const Tile<ValueRow>& t, TileScratch& s, int qi, std::
 
 /// The same for 4 queries qg .. qg + 3 that all see the whole block, no dropout, on the channels
 /// [0, 64 floor(e / 64)): v_j loaded once for the 4 queries, 16 accumulators.
-template <class ValueRow>
-inline void accumulateFour(const Tile<ValueRow>& t, TileScratch& s, int qg, std::int64_t j0, const float* c) {
+template <class KeyRow, class ValueRow>
+inline void accumulateFour(const Tile<KeyRow, ValueRow>& t, TileScratch& s, int qg, std::int64_t j0, const float* c) {
   const std::int64_t full = t.e / 64 * 64;
   const bool rescale = c[0] != 1.0f || c[1] != 1.0f || c[2] != 1.0f || c[3] != 1.0f;
   for (std::int64_t cb = 0; cb < full; cb += 64) {
@@ -187,25 +260,32 @@ inline void accumulateFour(const Tile<ValueRow>& t, TileScratch& s, int qg, std:
 /// acc[b (kTile / Blocks) + qi] = the 16 chains of block b and query qi, p in order. The packed
 /// keys have kTile blocks of slack after the last, so the blocks past it (unused) can be read.
 template <int Blocks>
-inline void scoreBlocks(const float* keys, const float* qT, std::int64_t d, f32x16* acc) {
+inline void scoreBlocks(const float* keys, const float* qT, std::int64_t d, f32x16* out) {
   constexpr int kQueries = kTile / Blocks;
+  // Local accumulators, loops unrolled: all kTile stay in registers over the p loop.
+  f32x16 acc[kTile];
+#pragma GCC unroll 8
   for (int slot = 0; slot < kTile; ++slot) acc[slot] = f32x16{};
   const std::int64_t blockFloats = d * kBlock;
   for (std::int64_t p = 0; p < d; ++p) {
     const float* q = qT + p * kTile;
+#pragma GCC unroll 8
     for (int b = 0; b < Blocks; ++b) {
       const f32x16 kp = exact::load16(keys + b * blockFloats + p * kBlock, 16);
+#pragma GCC unroll 8
       for (int qi = 0; qi < kQueries; ++qi)
         acc[b * kQueries + qi] = exact::fmaLane(exact::splat(q[b * kQueries + qi]), kp, acc[b * kQueries + qi]);
     }
   }
+#pragma GCC unroll 8
+  for (int slot = 0; slot < kTile; ++slot) out[slot] = acc[slot];
 }
 
 /// One block's softmax steps for the tile's queries (scores sc[qi], count[qi] visible keys, 0 for
 /// a query that has none in the block): m, l and c[qi], and the weights w'_j into s.w (and the
 /// dropout flags into s.keep).
-template <bool Dropout, class ValueRow>
-inline void blockSoftmax(const Tile<ValueRow>& t, TileScratch& s, const f32x16* sc, const std::int64_t* count,
+template <bool Dropout, class KeyRow, class ValueRow>
+inline void blockSoftmax(const Tile<KeyRow, ValueRow>& t, TileScratch& s, const f32x16* sc, const std::int64_t* count,
                          std::int64_t j0, float* m, float* l, float* c) {
   float mNew[16], mOld[16], wLocal[Dropout ? kTile : 1][kBlock];
   float(*w)[kBlock] = Dropout ? wLocal : s.w;  // the undropped weights
@@ -243,8 +323,8 @@ inline void blockSoftmax(const Tile<ValueRow>& t, TileScratch& s, const f32x16* 
 }
 
 /// The tile's queries over their visible keys, into their output rows.
-template <bool Dropout, class ValueRow>
-void attendTile(const Tile<ValueRow>& t, TileScratch& s) {
+template <bool Dropout, class KeyRow, class ValueRow>
+void attendTile(const Tile<KeyRow, ValueRow>& t, TileScratch& s) {
   const float negInf = -std::numeric_limits<float>::infinity();
   float m[kTile], l[kTile], c[kTile];
   std::int64_t most = 0;
@@ -263,12 +343,18 @@ void attendTile(const Tile<ValueRow>& t, TileScratch& s) {
     for (int slot = 0; slot < kTile; ++slot) s.qT[p * kTile + slot] = t.q[slot % slots][p];
   for (std::int64_t jb0 = 0; jb0 < blocks; jb0 += together) {
     // Scores: lane l of acc[bb slots + qi] is chain(q_qi, k_{16 (jb0 + bb) + l}).
+    const float* keys = t.keys ? t.keys + jb0 * d * kBlock : s.keys;
+    if (!t.keys) {
+      for (int bb = 0; bb < together && jb0 + bb < blocks; ++bb)
+        packKeyBlock(t.kRow, jb0 + bb, most, d, s.keys + bb * d * kBlock);
+      // (the blocks past the last: stale or zero, unused)
+    }
     f32x16 acc[kTile];
     switch (together) {
-      case 1: scoreBlocks<1>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
-      case 2: scoreBlocks<2>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
-      case 4: scoreBlocks<4>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
-      default: scoreBlocks<8>(t.keys + jb0 * d * kBlock, s.qT, d, acc); break;
+      case 1: scoreBlocks<1>(keys, s.qT, d, acc); break;
+      case 2: scoreBlocks<2>(keys, s.qT, d, acc); break;
+      case 4: scoreBlocks<4>(keys, s.qT, d, acc); break;
+      default: scoreBlocks<8>(keys, s.qT, d, acc); break;
     }
     for (int bb = 0; bb < together && jb0 + bb < blocks; ++bb) {
       const std::int64_t jb = jb0 + bb, j0 = jb * kBlock;

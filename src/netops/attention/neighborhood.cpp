@@ -1,7 +1,7 @@
 // neighborhood3d on the host: each query's box of keys (the product of its three windows, in
-// (t, h, w) raster order) gathered and packed by blocks of 16, then the tile of host_tile.hpp with
-// that one query (its several blocks scored at once), so the steps are `attention`'s. OpenMP over
-// (head, query). On a GPU this is the fast BF16 path, not built yet (a gizml::Error).
+// (t, h, w) raster order) as a list of rows, then the tile of host_tile.hpp with that one query
+// (packing the box's keys by blocks of 16 as it scores them, several blocks at once), so the
+// steps are `attention`'s. OpenMP over (head, query). On a GPU this is the fast BF16 path, not built yet (a gizml::Error).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -64,21 +64,21 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, 
   Tensor out = Tensor::empty({rows, heads * head});
   const std::int64_t T = grid[0], H = grid[1], W = grid[2];
   const std::int64_t boxMost = std::min(kernel[0], T) * std::min(kernel[1], H) * std::min(kernel[2], W);
-  const std::int64_t blocks = (boxMost + attn::kBlock - 1) / attn::kBlock, stride = 3 * heads * head;
+  const std::int64_t stride = 3 * heads * head;
   const float* x = qkv.data<float>();
   float* o = out.data<float>();
   const float scale32 = static_cast<float>(scale);
 #pragma omp parallel
   {
     std::vector<std::int64_t> box(static_cast<std::size_t>(boxMost));
-    // kTile blocks of slack (zeros) after the last: the tile scores up to kTile blocks at once.
-    std::vector<float> packed(static_cast<std::size_t>((blocks + attn::kTile) * head * attn::kBlock), 0.0f);
+    std::vector<float> keys(static_cast<std::size_t>(attn::kTile * head * attn::kBlock), 0.0f);
     std::vector<float> acc(static_cast<std::size_t>(attn::kTile * attn::paddedChannels(head)));
     std::vector<float> qT(static_cast<std::size_t>(attn::kTile * head));
     auto scratch = std::make_unique<attn::TileScratch>();
     scratch->ePad = attn::paddedChannels(head);
     scratch->acc = acc.data();
     scratch->qT = qT.data();
+    scratch->keys = keys.data();
 #pragma omp for schedule(static)
     for (std::int64_t item = 0; item < heads * rows; ++item) {
       const std::int64_t h = item / rows, r = item % rows;
@@ -88,30 +88,30 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, 
       for (std::int64_t t = wt.start; t < wt.start + wt.length; ++t)
         for (std::int64_t y = wh.start; y < wh.start + wh.length; ++y)
           for (std::int64_t z = ww.start; z < ww.start + ww.length; ++z) box[n++] = (t * H + y) * W + z;
+      // The tile packs the box's keys by blocks as it scores them.
       const float* kBase = x + heads * head + h * head;
-      const std::int64_t* keyRows = box.data();
-      for (std::int64_t jb = 0; jb * attn::kBlock < n; ++jb)
-        attn::packKeyBlock([=](std::int64_t j) { return kBase + keyRows[j] * stride; }, jb, n, head,
-                           packed.data() + jb * head * attn::kBlock);
       const float* vBase = x + 2 * heads * head + h * head;
+      const std::int64_t* keyRows = box.data();
+      auto kRow = [=](std::int64_t j) { return kBase + keyRows[j] * stride; };
       auto vRow = [=](std::int64_t j) { return vBase + keyRows[j] * stride; };
-      attn::Tile<decltype(vRow)> tile{.q = {},
-                                      .out = {},
-                                      .visible = {},
-                                      .nq = 1,
-                                      .keys = packed.data(),
-                                      .vRow = vRow,
-                                      .d = head,
-                                      .e = head,
-                                      .scale = scale32,
-                                      .rate = 0.0f,
-                                      .keepScale = 1.0f,
-                                      .k0 = 0,
-                                      .k1 = 0,
-                                      .item = 0,
-                                      .i0 = 0,
-                                      .tq = 1,
-                                      .tk = n};
+      attn::Tile<decltype(kRow), decltype(vRow)> tile{.q = {},
+                                                      .out = {},
+                                                      .visible = {},
+                                                      .nq = 1,
+                                                      .keys = nullptr,
+                                                      .kRow = kRow,
+                                                      .vRow = vRow,
+                                                      .d = head,
+                                                      .e = head,
+                                                      .scale = scale32,
+                                                      .rate = 0.0f,
+                                                      .keepScale = 1.0f,
+                                                      .k0 = 0,
+                                                      .k1 = 0,
+                                                      .item = 0,
+                                                      .i0 = 0,
+                                                      .tq = 1,
+                                                      .tk = n};
       for (int qi = 0; qi < attn::kTile; ++qi) {
         tile.q[qi] = x + r * stride + h * head;
         tile.out[qi] = o + r * heads * head + h * head;
