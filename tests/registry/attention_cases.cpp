@@ -1,5 +1,9 @@
-// The attention family's cases (SPEC §3 "Attention"): for now its causal mask, with tq < tk,
-// tq > tk (queries that see no key) and empty sides.
+// The attention family's cases (SPEC §3 "Attention"): the causal mask with tq < tk, tq > tk
+// (queries that see no key) and empty sides; `attention` over d, e and tk of 1, 15, 16, 17, 33
+// (around a block of 16 keys and a lane vector of 16 channels), causal with tq < tk and tq > tk,
+// tiles of queries cut short, no keys, NaN and ±inf in q, k or v, and dropout.
+#include <cmath>
+
 #include "reference/attention_reference.hpp"
 #include "registry/registry.hpp"
 #include "support/inputs.hpp"
@@ -28,6 +32,99 @@ Case causalMaskCase(std::int64_t tq, std::int64_t tk, bool typical) {
   return c;
 }
 
+/// Which input holds NaN, +inf, -inf and -0 (test::withSpecials).
+enum class Specials { None, Q, K, V };
+
+struct AttentionShape {
+  std::int64_t b, tq, tk, d, e;
+  bool causal = false;
+  double rate = 0.0;
+  Specials specials = Specials::None;
+  bool typical = false;
+  std::string name() const {
+    static const char* kSpecials[] = {"", " specials q", " specials k", " specials v"};
+    return dims({b, tq, tk}) + " d " + num(d) + " e " + num(e) + (causal ? " causal" : "") +
+           (rate > 0 ? " rate " + std::to_string(rate).substr(0, 4) : "") + kSpecials[static_cast<int>(specials)];
+  }
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(((b * 131 + tq) * 131 + tk) * 131 + d * 7 + e); }
+};
+
+Tensor attentionInput(Key key, Shape shape, bool specials) {
+  std::int64_t count = 1;
+  for (std::int64_t s : shape) count *= s;
+  return host(specials ? test::withSpecials(key, count) : test::randomFloats(key, count), shape);
+}
+
+Case attentionCase(const AttentionShape& s) {
+  Case c{.op = "attention", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] {
+    return Tensors{attentionInput(Key{90, s.seed()}, {s.b, s.tq, s.d}, s.specials == Specials::Q),
+                   attentionInput(Key{91, s.seed()}, {s.b, s.tk, s.d}, s.specials == Specials::K),
+                   attentionInput(Key{92, s.seed()}, {s.b, s.tk, s.e}, s.specials == Specials::V)};
+  };
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.d));
+  const Key key{93, s.seed()};
+  c.run = [s, scale, key](const Tensors& in) {
+    return Tensors{netops::attention(in[0], in[1], in[2], scale, s.causal, s.rate, key)};
+  };
+  c.reference = [s, scale, key](const Tensors& in) {
+    const std::int64_t b = in[0].dim(0);
+    std::vector<float> out(b * s.tq * s.e);
+    ref::attention(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(), b, s.tq, s.tk, s.d, s.e,
+                   scale, s.causal, s.rate, key, out.data());
+    return Tensors{host(out, {b, s.tq, s.e})};
+  };
+  c.outputNames = {"out"};
+  // Dropout's words depend on the item's index b: an item alone is item 0, so no cut there.
+  if (s.rate == 0.0) c.cut = {{{0, 1}, {1, 1}, {2, 1}}, {{0, 1}}};
+  return c;
+}
+
+/// headPrepInPlace on qkv [rows, 3 heads head]: q and k of rows [0, n), cos / sin rows from row0.
+struct PrepShape {
+  std::int64_t rows, heads, head, half, n, row0;
+  bool bf16 = false, typical = false;
+  std::string name() const {
+    return dims({rows, 3 * heads * head}) + " heads " + num(heads) + " head " + num(head) + " half " + num(half) +
+           " n " + num(n) + " row0 " + num(row0) + (bf16 ? " BF16" : "");
+  }
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(((rows * 31 + heads) * 131 + head) * 67 + half); }
+};
+
+/// Inputs {qkv, qw, kw, cos, sin}; cos / sin [row0 + n + 1, half] (a row past the last used).
+Case headPrepCase(const PrepShape& s) {
+  Case c{.op = "headPrepInPlace", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] {
+    const std::int64_t width = 3 * s.heads * s.head, cosRows = s.row0 + s.n + 1;
+    Tensor qkv = host(test::withSpecials(Key{94, s.seed()}, s.rows * width), {s.rows, width});
+    if (s.bf16) qkv = qkv.to(DType::BF16);
+    std::vector<float> angle = test::randomFloats(Key{97, s.seed()}, cosRows * s.half, 2.0f), cos, sin;
+    for (float t : angle) {
+      cos.push_back(static_cast<float>(std::cos(t)));
+      sin.push_back(static_cast<float>(std::sin(t)));
+    }
+    return Tensors{qkv, host(test::randomFloats(Key{95, 0}, s.head, 0.5f, 1.0f), {s.head}),
+                   host(test::randomFloats(Key{96, 0}, s.head, 0.5f, 1.0f), {s.head}), host(cos, {cosRows, s.half}),
+                   host(sin, {cosRows, s.half})};
+  };
+  c.run = [s](const Tensors& in) {
+    Tensor qkv = in[0].clone();
+    netops::headPrepInPlace(qkv, s.n, s.heads, s.head, netops::HeadPrep{in[1], in[2], in[3], in[4], 1e-6}, s.row0);
+    return Tensors{qkv};
+  };
+  c.reference = [s](const Tensors& in) {
+    std::vector<float> qkv = valuesOf(in[0]);
+    ref::headPrep(qkv.data(), s.n, s.heads, s.head, valuesOf(in[1]).data(), valuesOf(in[2]).data(),
+                  valuesOf(in[3]).data(), valuesOf(in[4]).data(), s.half, 1e-6, s.row0, s.bf16);
+    Tensor out = host(qkv, in[0].shape());
+    return Tensors{s.bf16 ? out.to(DType::BF16) : out};
+  };
+  c.outputNames = {"qkv"};
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> attentionCases() {
@@ -35,6 +132,38 @@ std::vector<Case> attentionCases() {
   for (auto [tq, tk] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {4, 4}, {3, 7}, {7, 3}, {0, 5}, {5, 0}, {16, 33}})
     cases.push_back(causalMaskCase(tq, tk, false));
   cases.push_back(causalMaskCase(100, 300, true));
+
+  std::vector<AttentionShape> shapes;
+  for (std::int64_t n : {1, 15, 16, 17, 33}) {
+    shapes.push_back({2, 5, 20, n, 16});                // d
+    shapes.push_back({2, 5, 20, 16, n, true});          // e
+    shapes.push_back({2, 9, n, 16, 16});                // tk
+    shapes.push_back({2, 9, n, 16, 16, true});          // tk, causal: tq > tk for 1 and 9 > tk - tq ...
+  }
+  shapes.push_back({3, 5, 40, 64, 64, true});           // a KV cache: tq < tk
+  shapes.push_back({2, 40, 7, 16, 16, true});           // tq > tk: the first 33 queries see no key
+  shapes.push_back({2, 37, 37, 64, 128, true});         // tiles of 8 cut short, 128 channels
+  shapes.push_back({1, 64, 100, 64, 64});               // whole blocks for whole tiles
+  shapes.push_back({1, 12, 70, 128, 80});               // 64 channels and a rest of 16
+  shapes.push_back({2, 3, 0, 8, 8});                    // no keys: +0s
+  shapes.push_back({2, 0, 5, 8, 8});                    // no queries
+  for (Specials sp : {Specials::Q, Specials::K, Specials::V}) {
+    shapes.push_back({2, 6, 33, 17, 17, false, 0.0, sp});
+    shapes.push_back({2, 9, 33, 64, 64, true, 0.0, sp});
+  }
+  shapes.push_back({2, 9, 40, 16, 17, true, 0.3});       // dropout
+  shapes.push_back({1, 20, 70, 64, 64, false, 0.5});
+  shapes.push_back({2, 9, 300, 8, 8, false, 0.2});       // words drawn past one chunk of 256 keys
+  shapes.push_back({8, 256, 256, 64, 64, true, 0.0, Specials::None, true});
+  for (const AttentionShape& s : shapes) cases.push_back(attentionCase(s));
+
+  const PrepShape preps[] = {
+      {5, 2, 16, 8, 5, 0},        {7, 3, 17, 4, 5, 2},         // partial rotary, rows left alone
+      {3, 1, 64, 32, 3, 1},       {4, 2, 128, 0, 4, 0},        // no rotation
+      {9, 4, 33, 16, 9, 0},       {3, 2, 1, 0, 3, 0},          // one value a head
+      {6, 2, 64, 32, 6, 3, true}, {5, 3, 17, 8, 4, 0, true},   // BF16 rows
+      {256, 8, 128, 64, 256, 0, false, true}};
+  for (const PrepShape& s : preps) cases.push_back(headPrepCase(s));
   return cases;
 }
 

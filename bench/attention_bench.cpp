@@ -1,0 +1,95 @@
+// The exact attention on a transformer's shape (batch x heads = 16, t = 1024, d = e = 64), causal
+// and not, in FLOP/s (4 d FLOPs a visible (query, key) pair: q·k and w v, each a multiply and an
+// add). Where OpenBLAS is found (the host's GEMM benchmark's dependency), its cblas_sgemm runs the
+// same products unfused first (per item S = Q Kᵀ, then O = S V: the non-causal FLOPs) and each
+// attention line's `x_sgemm` counter is its FLOP/s over that rate, measured in the same run.
+// BM_AttentionDecode is a decoder's step (one query a head over a KV cache), in bytes/s beside a
+// copy. GIZML_BENCH_DEVICE=cuda runs attention on GPU 0 (the exact SIMT kernel; there is no baseline).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "bench_support.hpp"
+#include "gizml/gizml.hpp"
+#if GIZML_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
+
+using gizml::Key;
+using gizml::Tensor;
+namespace netops = gizml::netops;
+
+namespace {
+
+constexpr std::int64_t kItems = 16, kT = 1024, kD = 64;
+
+double attentionFlops(bool causal) {
+  const double pairs = causal ? kT * (kT + 1) / 2.0 : double(kT) * kT;
+  return kItems * pairs * 4.0 * kD;
+}
+
+/// FLOP/s of the baseline, measured earlier in this run (0 when it did not run).
+double gSgemmRate = 0;
+
+/// Times the loop by the clock too, so a benchmark can compare its own rate with another's.
+template <class Body>
+double timedRate(benchmark::State& state, double flops, Body body) {
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) body();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  return flops * static_cast<double>(state.iterations()) / seconds;
+}
+
+#if GIZML_BENCH_OPENBLAS
+void BM_AttentionBaseline_sgemm(benchmark::State& state) {
+  Tensor q = Tensor::normal(Key{1, 1}, {kItems, kT, kD}), k = Tensor::normal(Key{2, 2}, {kItems, kT, kD});
+  Tensor v = Tensor::normal(Key{3, 3}, {kItems, kT, kD});
+  Tensor s = Tensor::empty({kT, kT}), o = Tensor::empty({kItems, kT, kD});
+  gSgemmRate = timedRate(state, attentionFlops(false), [&] {
+    for (std::int64_t b = 0; b < kItems; ++b) {
+      const float *qb = q.data<float>() + b * kT * kD, *kb = k.data<float>() + b * kT * kD,
+                  *vb = v.data<float>() + b * kT * kD;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kT, kT, kD, 1.0f, qb, kD, kb, kD, 0.0f, s.data<float>(), kT);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kT, kD, kT, 1.0f, s.data<float>(), kT, vb, kD, 0.0f,
+                  o.data<float>() + b * kT * kD, kD);
+    }
+  });
+}
+BENCHMARK(BM_AttentionBaseline_sgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+void BM_Attention(benchmark::State& state) {
+  const bool causal = state.range(0) != 0;
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor q = Tensor::normal(Key{1, 1}, {kItems, kT, kD}, d), k = Tensor::normal(Key{2, 2}, {kItems, kT, kD}, d);
+  Tensor v = Tensor::normal(Key{3, 3}, {kItems, kT, kD}, d);
+  const double rate = timedRate(state, attentionFlops(causal), [&] {
+    Tensor out = netops::attention(q, k, v, 0.125, causal);
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.raw());
+  });
+  if (gSgemmRate > 0 && d.isHost()) state.counters["x_sgemm"] = rate / gSgemmRate;
+}
+BENCHMARK(BM_Attention)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A decoder's step: one query a head over a KV cache (32 heads, tk = 4096, d = e = 128): the keys
+// and values are read once, so its bytes/s is read against a copy of as many floats.
+constexpr std::int64_t kHeads = 32, kCache = 4096, kHead = 128;
+
+void BM_AttentionDecode(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor q = Tensor::normal(Key{4, 4}, {kHeads, 1, kHead}, d), k = Tensor::normal(Key{5, 5}, {kHeads, kCache, kHead}, d);
+  Tensor v = Tensor::normal(Key{6, 6}, {kHeads, kCache, kHead}, d);
+  timedRate(state, kHeads * kCache * 4.0 * kHead, [&] {
+    Tensor out = netops::attention(q, k, v, 1.0 / std::sqrt(double(kHead)), true);
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.raw());
+  });
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * kHeads * kCache * kHead * 4) * state.iterations());
+}
+BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kHeads * kCache, kHead})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttentionDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace

@@ -1,0 +1,254 @@
+// Attention among a transformer's packed rows (qkv [rows, 3 heads head]): headPrepInPlace (host and
+// GPU, the row function of attention.hpp), and attendedRows / attentionRows, exact on the host:
+// the one host attention (host.cpp) over items (group, head) laid out in qkv, no copy of q, k or v
+// (a copy of qkv only when a HeadPrep must change q and k). On a GPU those two are the fast
+// matrix-core path, which is not built yet: a GPU tensor there is a gizml::Error.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/check.hpp"
+#include "core/dispatch.hpp"
+#include "core/sizes.hpp"
+#include "exact/row16.hpp"
+#include "gizml/netops/attention.hpp"
+#include "netops/attention/attention.hpp"
+
+namespace gizml::netops {
+
+namespace attn {
+void HeadPrepRows::host(const Args& a) { exact::hostRows<HeadPrepRows>(a); }
+}  // namespace attn
+
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+/// heads, head >= 1 and qkv [rows, 3 heads head] of `dtype`s allowed; returns rows.
+std::int64_t checkPacked(const char* fn, const Tensor& qkv, std::int64_t heads, std::int64_t head, bool bf16Allowed) {
+  detail::requireDefined(fn, "qkv", qkv);
+  if (qkv.dtype() != DType::F32 && !(bf16Allowed && qkv.dtype() == DType::BF16))
+    fail(fn, "qkv", std::string("expected dtype F32") + (bf16Allowed ? " or BF16" : "") + ", got " + dtypeName(qkv.dtype()));
+  detail::requireRank(fn, "qkv", qkv, 2);
+  detail::requireAtLeast(fn, "heads", heads, 1);
+  detail::requireAtLeast(fn, "head", head, 1);
+  const std::int64_t width = detail::checkedMul(fn, "head", detail::checkedMul(fn, "heads", 3, heads), head);
+  if (qkv.dim(1) != width)
+    fail(fn, "head", "expected rows of 3 heads head = " + str(width) + " values (heads " + str(heads) + ", head " +
+                         str(head) + "), got qkv of shape " + shapeString(qkv.shape()));
+  return qkv.dim(0);
+}
+
+/// A HeadPrep for heads of `head` on `device`, whose cos / sin cover rows [0, rowsNeeded); returns half.
+std::int64_t checkPrep(const char* fn, const HeadPrep& p, std::int64_t head, std::int64_t rowsNeeded, Device device) {
+  detail::requireVector(fn, "prep.qw", p.qw, head);
+  detail::requireVector(fn, "prep.kw", p.kw, head);
+  for (auto [name, t] : {std::pair<const char*, const Tensor*>{"prep.qw", &p.qw}, {"prep.kw", &p.kw}})
+    if (t->device() != device) fail(fn, name, "expected a tensor on " + device.name() + ", got " + t->device().name());
+  detail::checkedEps(fn, p.eps);
+  if (!p.cos.defined() && !p.sin.defined()) return 0;
+  for (auto [name, t] : {std::pair<const char*, const Tensor*>{"prep.cos", &p.cos}, {"prep.sin", &p.sin}}) {
+    detail::requireDType(fn, name, *t, DType::F32);
+    detail::requireRank(fn, name, *t, 2);
+    if (t->device() != device) fail(fn, name, "expected a tensor on " + device.name() + ", got " + t->device().name());
+  }
+  detail::requireShape(fn, "prep.sin", p.sin, p.cos.shape());
+  const std::int64_t half = p.cos.dim(1);
+  if (2 * half > head) fail(fn, "prep.cos", "expected [rows, half] with 2 half <= head = " + str(head) + ", got " + shapeString(p.cos.shape()));
+  if (half > 0 && p.cos.dim(0) < rowsNeeded)
+    fail(fn, "prep.cos", "expected at least " + str(rowsNeeded) + " rows, got " + shapeString(p.cos.shape()));
+  return half;
+}
+
+attn::HeadPrepRows::Args prepArgs(const Tensor& qkv, std::int64_t n, std::int64_t heads, std::int64_t head,
+                                  const HeadPrep& p, std::int64_t half, std::int64_t row0) {
+  return {.qkv = qkv.raw(),
+          .bf16 = qkv.dtype() == DType::BF16,
+          .rows = n * 2 * heads,
+          .n = head,
+          .heads = heads,
+          .stride = 3 * heads * head,
+          .half = half,
+          .row0 = row0,
+          .qw = p.qw.data<float>(),
+          .kw = p.kw.data<float>(),
+          .cos = half > 0 ? p.cos.data<float>() : nullptr,
+          .sin = half > 0 ? p.sin.data<float>() : nullptr,
+          .eps = static_cast<float>(p.eps)};
+}
+
+/// The checked arguments of attendedRows / attentionRows: rows, the group size, the output rows.
+struct PackedShape {
+  std::int64_t rows, group, outRows;
+};
+
+PackedShape checkAttended(const char* fn, const Tensor& qkv, std::int64_t heads, std::int64_t head, std::int64_t group,
+                          const std::vector<HeadPrep>& prep, std::int64_t queries) {
+  // BF16 rows are the GPU's (whose fast path is not built yet); the host's are F32.
+  const std::int64_t rows = checkPacked(fn, qkv, heads, head, qkv.defined() && !qkv.device().isHost());
+  detail::requireAtLeast(fn, "group", group, 0);
+  const std::int64_t g = group == 0 ? rows : group;
+  if (g > 0 && rows % g != 0)
+    fail(fn, "group", "expected a group size that divides the rows (" + str(rows) + "), got " + str(group));
+  detail::requireAtLeast(fn, "queries", queries, 0);
+  if (queries > rows) fail(fn, "queries", "expected queries <= rows (" + str(rows) + "), got " + str(queries));
+  if (prep.size() > 1) fail(fn, "prep", "expected at most one HeadPrep, got " + str(static_cast<std::int64_t>(prep.size())));
+  if (!prep.empty()) checkPrep(fn, prep[0], head, rows, qkv.device());
+  return {rows, g, queries > 0 ? queries : rows};
+}
+
+[[noreturn]] void noFastGpuPath(const char* fn, const char* arg) {
+  fail(fn, arg,
+       "the fast GPU path (BF16 flash attention on matrix cores) is not built yet; attention on a GPU is the exact "
+       "netops::attention, or run this on host tensors");
+}
+
+/// The exact attention of every (group, head) of qkv (F32, host) into out [outRows, heads head] F32.
+void attendPacked(const Tensor& qkv, std::int64_t heads, std::int64_t head, const PackedShape& s, float* out) {
+  const std::int64_t stride = 3 * heads * head, width = heads * head;
+  const float* base = qkv.data<float>();
+  attn::Attention::Args a{.q = base,
+                          .k = base + width,
+                          .v = base + 2 * width,
+                          .out = out,
+                          .lq = {s.group * stride, head, stride},
+                          .lk = {s.group * stride, head, stride},
+                          .lv = {s.group * stride, head, stride},
+                          .lout = {s.group * width, head, width},
+                          .items = 0,
+                          .inner = heads,
+                          .tq = s.group,
+                          .tk = s.group,
+                          .d = head,
+                          .e = head,
+                          .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head))),
+                          .causal = false,
+                          .rate = 0.0f,
+                          .keepScale = 1.0f,
+                          .k0 = 0,
+                          .k1 = 0};
+  if (s.group == 0) return;
+  // The groups whose rows are all queries, then the group that holds the last queries (its first
+  // outRows % group rows are queries).
+  const std::int64_t whole = s.outRows / s.group, rest = s.outRows % s.group;
+  a.items = whole * heads;
+  if (a.items > 0) attn::Attention::host(a);
+  if (rest > 0) {
+    a.q += whole * s.group * stride;
+    a.k += whole * s.group * stride;
+    a.v += whole * s.group * stride;
+    a.out += whole * s.group * width;
+    a.items = heads;
+    a.tq = rest;
+    attn::Attention::host(a);
+  }
+}
+
+/// qkv, or a copy with prep applied to q and k of every row.
+Tensor prepared(const Tensor& qkv, std::int64_t heads, std::int64_t head, const std::vector<HeadPrep>& prep) {
+  if (prep.empty()) return qkv;
+  Tensor copy = qkv.clone();
+  const std::int64_t half = prep[0].cos.defined() ? prep[0].cos.dim(1) : 0;
+  attn::HeadPrepRows::host(prepArgs(copy, copy.dim(0), heads, head, prep[0], half, 0));
+  return copy;
+}
+
+}  // namespace
+
+void headPrepInPlace(const Tensor& qkv, std::int64_t n, std::int64_t heads, std::int64_t head, const HeadPrep& p,
+                     std::int64_t row0) {
+  const char* fn = "gizml::netops::headPrepInPlace";
+  const std::int64_t rows = checkPacked(fn, qkv, heads, head, true);
+  detail::requireAtLeast(fn, "n", n, 0);
+  if (n > rows) fail(fn, "n", "expected n <= rows (" + str(rows) + "), got " + str(n));
+  detail::requireAtLeast(fn, "row0", row0, 0);
+  const std::int64_t half = checkPrep(fn, p, head, detail::checkedAdd(fn, "row0", row0, n), qkv.device());
+  if (n == 0) return;
+  detail::run<attn::HeadPrepRows>(detail::gpuOf(qkv), prepArgs(qkv, n, heads, head, p, half, row0));
+}
+
+Tensor attendedRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool /*quantized*/, std::int64_t group,
+                    const std::vector<HeadPrep>& prep, std::int64_t queries) {
+  const char* fn = "gizml::netops::attendedRows";
+  const PackedShape s = checkAttended(fn, qkv, heads, head, group, prep, queries);
+  if (!qkv.device().isHost()) noFastGpuPath(fn, "qkv");
+  Tensor out = Tensor::empty({s.outRows, heads * head});
+  attendPacked(prepared(qkv, heads, head, prep), heads, head, s, out.data<float>());
+  return out;
+}
+
+void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool /*quantized*/, std::int64_t group,
+                   const Tensor& out, const std::vector<HeadPrep>& prep, std::int64_t queries) {
+  const char* fn = "gizml::netops::attentionRows";
+  const PackedShape s = checkAttended(fn, qkv, heads, head, group, prep, queries);
+  detail::requireDefined(fn, "out", out);
+  if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
+    fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
+  detail::requireShape(fn, "out", out, {s.outRows, heads * head});
+  detail::requireSameDevice(fn, {{"qkv", &qkv}, {"out", &out}});
+  if (!qkv.device().isHost()) noFastGpuPath(fn, "qkv");
+  if (out.dtype() == DType::F32) {
+    attendPacked(prepared(qkv, heads, head, prep), heads, head, s, out.data<float>());
+  } else {
+    Tensor exact = Tensor::empty({s.outRows, heads * head});
+    attendPacked(prepared(qkv, heads, head, prep), heads, head, s, exact.data<float>());
+    const Tensor rounded = exact.to(DType::BF16);  // each value rounded once (SPEC §1.4)
+    std::memcpy(out.raw(), rounded.raw(), rounded.bytes());
+  }
+}
+
+void crossAttentionRows(const Tensor& q, const Tensor& kv, std::int64_t heads, std::int64_t head, const Tensor& out) {
+  const char* fn = "gizml::netops::crossAttentionRows";
+  detail::requireAtLeast(fn, "heads", heads, 1);
+  detail::requireAtLeast(fn, "head", head, 1);
+  const std::int64_t width = detail::checkedMul(fn, "head", heads, head);
+  // BF16 rows are the GPU's (whose fast path is not built yet); the host's are F32.
+  for (auto [name, t, w] : {std::tuple<const char*, const Tensor*, std::int64_t>{"q", &q, width}, {"kv", &kv, 2 * width}}) {
+    detail::requireDefined(fn, name, *t);
+    if (t->dtype() != DType::F32 && !(t->dtype() == DType::BF16 && !t->device().isHost()))
+      fail(fn, name, "expected dtype F32 (BF16 on a GPU), got " + dtypeName(t->dtype()));
+    detail::requireRank(fn, name, *t, 2);
+    if (t->dim(1) != w)
+      fail(fn, "head", std::string("expected ") + name + " rows of " + (w == width ? "" : "2 ") + "heads head = " +
+                           str(w) + " values (heads " + str(heads) + ", head " + str(head) + "), got " + name +
+                           " of shape " + shapeString(t->shape()));
+  }
+  detail::requireDefined(fn, "out", out);
+  if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
+    fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
+  detail::requireShape(fn, "out", out, {q.dim(0), width});
+  detail::requireSameDevice(fn, {{"q", &q}, {"kv", &kv}, {"out", &out}});
+  if (!q.device().isHost()) noFastGpuPath(fn, "q");
+  const std::int64_t nq = q.dim(0), nk = kv.dim(0);
+  Tensor exact = out.dtype() == DType::F32 ? out : Tensor::empty({nq, width});
+  // Items are the heads (inner = heads, one outer item); keys and values are kv's two halves.
+  attn::Attention::Args a{.q = q.data<float>(),
+                          .k = kv.data<float>(),
+                          .v = kv.data<float>() + width,
+                          .out = exact.data<float>(),
+                          .lq = {0, head, width},
+                          .lk = {0, head, 2 * width},
+                          .lv = {0, head, 2 * width},
+                          .lout = {0, head, width},
+                          .items = heads,
+                          .inner = heads,
+                          .tq = nq,
+                          .tk = nk,
+                          .d = head,
+                          .e = head,
+                          .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head))),
+                          .causal = false,
+                          .rate = 0.0f,
+                          .keepScale = 1.0f,
+                          .k0 = 0,
+                          .k1 = 0};
+  attn::Attention::host(a);
+  if (out.dtype() == DType::BF16) {
+    const Tensor rounded = exact.to(DType::BF16);  // each value rounded once
+    std::memcpy(out.raw(), rounded.raw(), rounded.bytes());
+  }
+}
+
+}  // namespace gizml::netops
