@@ -22,12 +22,12 @@ echo "build-gpu: built in $((SECONDS - t0)) s"
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/lib" "$STAGE/tests" "$STAGE/bench"
-cp "$WORK/gizml-check" "$STAGE/"
+cp "$WORK/gizml-check" "$WORK/gizml-decode" "$STAGE/"
 cp "$WORK"/tests/*_test "$STAGE/tests/"
 cp "$WORK/bench/gizml_bench" "$STAGE/bench/"
 cp -r "$ROOT/tests/data" "$STAGE/tests/data"
 rm -rf "$STAGE/tests/data/__pycache__"
-bins=("$STAGE/gizml-check" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
+bins=("$STAGE/gizml-check" "$STAGE/gizml-decode" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
 
 # Libraries any Linux has (the driver's libcuda too); everything else goes into lib/.
 system_lib() {

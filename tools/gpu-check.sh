@@ -6,6 +6,7 @@
 #                GPU fails (GIZML_REQUIRE_GPU=1). If any fails, those programs run again with
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to pin the failing launch.
 #   gizml-check  every op on the host and the GPU, bits compared
+#   decode loop  gizml-decode's greedy and sampled ids: host (2 threads, 1 thread) = GPU
 #   unit tests   everything else, less the host-only sweeps over all 2^32 floats (*OverAllFloats)
 #   benchmarks   gizml_bench on GPU 0, short
 # Then one summary line a step and "gpu-check: all passed" (exit 0) or not. The whole log goes to
@@ -98,6 +99,10 @@ step_end() {
     echo "--- gizml-check compared no op on a GPU"; step_result=FAILED
   fi
   rm -f "$check_out"
+  step_end
+
+  step_begin "decode loop: host and GPU ids" 120
+  step_run "$BUILD/gizml-decode" --check --layers 2 --prompt 12 --generate 12
   step_end
 
   step_begin "unit tests (not CUDA, no sweeps)" $TEST_LIMIT
