@@ -195,7 +195,7 @@ void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, boo
     Tensor exact = Tensor::empty({s.outRows, heads * head});
     attendPacked(prepared(qkv, heads, head, prep), heads, head, s, exact.data<float>());
     const Tensor rounded = exact.to(DType::BF16);  // each value rounded once (SPEC §1.4)
-    std::memcpy(out.raw(), rounded.raw(), rounded.bytes());
+    if (rounded.bytes() > 0) std::memcpy(out.raw(), rounded.raw(), rounded.bytes());  // empty: raw() may be null
   }
 }
 
@@ -247,7 +247,7 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, std::int64_t heads, s
   attn::Attention::host(a);
   if (out.dtype() == DType::BF16) {
     const Tensor rounded = exact.to(DType::BF16);  // each value rounded once
-    std::memcpy(out.raw(), rounded.raw(), rounded.bytes());
+    if (rounded.bytes() > 0) std::memcpy(out.raw(), rounded.raw(), rounded.bytes());  // empty: raw() may be null
   }
 }
 
