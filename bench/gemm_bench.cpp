@@ -1,17 +1,26 @@
-// The exact GEMM and what is built on it (affine, lazyConv) on the host against OpenBLAS's
-// cblas_sgemm on the same product shapes, measured in the same run; the summary prints gizml /
-// OpenBLAS per shape. The gizml bodies are gemm_gizml.hpp's (gizml_bench runs them on the GPU).
+// The exact GEMM and what is built on it (affine, lazyMatmul with bias + GELU, lazyConv) on the
+// host against OpenBLAS's cblas_sgemm on the same product shapes, measured in the same run: each
+// shape registers gizml's benchmark beside OpenBLAS's, and by default each runs 5 times in a
+// random interleaving (so a noisy neighbour slows both alike); the summary prints the CPU, the
+// OpenBLAS kernel and, per shape, gizml / OpenBLAS of the medians. The gizml bodies are
+// gemm_gizml.hpp's (gizml_bench runs them on the GPU).
+//
 // OpenBLAS is a benchmark-only dependency. Machines here may set OPENBLAS_CORETYPE and
 // OPENBLAS_L2_SIZE, which hold OpenBLAS to older kernels: this program re-executes itself with
 // both unset (for its own process only) and prints the kernel OpenBLAS chose.
+// GIZML_BENCH_OPENBLAS_CORETYPE=Haswell (any OpenBLAS core name) sets OPENBLAS_CORETYPE instead,
+// for comparing a build for another ISA (the x86-64-v3 build against OpenBLAS's AVX2 kernel).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gemm_gizml.hpp"
 
@@ -44,6 +53,16 @@ void BM_Affine_gizml(benchmark::State& state) {
   gizml::bench::affine(state, host, state.range(0), state.range(1), state.range(2));
 }
 
+// lazyMatmul(x, w).bias(b).gelu().store(), a new output each time: the epilogue is applied in the
+// GEMM's store, so this should cost what the product alone costs.
+void BM_AffineGelu_gizml(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), out = state.range(1), in = state.range(2);
+  Tensor x = Tensor::normal(Key{3, 3}, {rows, in}), w = Tensor::normal(Key{4, 4}, {out, in});
+  Tensor b = Tensor::normal(Key{5, 5}, {out});
+  for (auto _ : state) benchmark::DoNotOptimize(gizml::lazyMatmul(x, w).bias(b).gelu().store().raw());
+  setFlops(state, gemmFlops(rows, out, in));
+}
+
 // lazyConv: o <- c channels, 3 x 3, pad 1, h x w; its product is [o, h w] x [c 9, h w].
 void BM_LazyConv_gizml(benchmark::State& state) {
   gizml::bench::lazyConv(state, host, state.range(0), state.range(1), state.range(2), gizml::DType::F32);
@@ -62,53 +81,106 @@ void BM_LazyConv_openblas(benchmark::State& state) {
   setFlops(state, gemmFlops(o, hw * hw, c * 9));
 }
 
-/// Prints the console table, then gizml / OpenBLAS for each pair of benchmarks on one shape.
+/// The CPU's model name (/proc/cpuinfo), so a ratio says which machine it was measured on.
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+/// Prints the console table, then for each shape gizml / OpenBLAS of the medians (of the single
+/// runs without repetitions), with the CPU and OpenBLAS's kernel beside them.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       auto it = r.counters.find("FLOP/s");
-      if (it != r.counters.end()) rates_[r.benchmark_name()] = it->second.value;
+      if (it == r.counters.end() || r.error_occurred) continue;
+      const std::string name = r.run_name.str();
+      if (r.run_type == Run::RT_Aggregate) {
+        if (r.aggregate_name == "median") medians_[name] = it->second.value;
+      } else {
+        single_[name] = it->second.value;
+      }
     }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nOpenBLAS kernel: %s\n", openblas_get_corename());
-    for (const auto& [name, rate] : rates_) {
+    const std::string where = cpuModel() + ", OpenBLAS " + openblas_get_corename();
+    std::printf("\nCPU: %s; gizml %d threads, OpenBLAS %d threads (%s)\n", cpuModel().c_str(), gizml::threads(),
+                openblas_get_num_threads(), openblas_get_config());
+    std::printf("OpenBLAS kernel: %s\n", openblas_get_corename());
+    std::printf("gizml / OpenBLAS (%s):\n", medians_.empty() ? "single runs" : "medians of the repetitions");
+    for (const auto& [name, rate] : rates()) {
       auto at = name.find("_gizml");
       if (at == std::string::npos) continue;
-      std::string twin = name;
-      twin.replace(at, 6, "_openblas");
-      if (name.rfind("BM_Affine", 0) == 0) twin = "BM_Gemm_openblas" + name.substr(name.find('/'));
-      auto other = rates_.find(twin);
-      std::printf("%-40s %8.1f GFLOP/s", name.c_str(), rate / 1e9);
-      if (other != rates_.end()) std::printf("   OpenBLAS %8.1f GFLOP/s   ratio %.3f", other->second / 1e9, rate / other->second);
+      const std::string shape = name.substr(name.find('/'));
+      std::string twin = name.substr(0, at) + "_openblas" + name.substr(at + 6);
+      if (name.rfind("BM_Affine", 0) == 0) twin = "BM_Gemm_openblas" + shape;
+      std::printf("  %-44s %7.1f GFLOP/s", name.c_str(), rate / 1e9);
+      auto other = rates().find(twin);
+      if (other != rates().end())
+        std::printf("   OpenBLAS %7.1f GFLOP/s   ratio %.3f   [%s]", other->second / 1e9, rate / other->second,
+                    where.c_str());
+      if (name.rfind("BM_AffineGelu", 0) == 0) {
+        auto bare = rates().find("BM_Gemm_gizml" + shape);
+        if (bare != rates().end()) std::printf("   time / bare product %.3f", bare->second / rate);
+      }
       std::printf("\n");
     }
   }
 
  private:
-  std::map<std::string, double> rates_;
+  const std::map<std::string, double>& rates() const { return medians_.empty() ? single_ : medians_; }
+  std::map<std::string, double> single_, medians_;
 };
+
+/// Each shape's gizml benchmark beside OpenBLAS's, so an interleaved run alternates them.
+void registerAll() {
+  auto reg = [](const char* name, void (*fn)(benchmark::State&), std::vector<std::int64_t> args) {
+    benchmark::RegisterBenchmark(name, fn)->Args(args)->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  for (std::vector<std::int64_t> s : {std::vector<std::int64_t>{2048, 2048, 2048}, {1024, 1024, 4096}, {512, 4096, 1024}}) {
+    reg("BM_Gemm_gizml", BM_Gemm_gizml, s);
+    reg("BM_Gemm_openblas", BM_Gemm_openblas, s);
+  }
+  reg("BM_Affine_gizml", BM_Affine_gizml, {512, 4096, 1024});
+  reg("BM_AffineGelu_gizml", BM_AffineGelu_gizml, {512, 4096, 1024});
+  reg("BM_LazyConv_gizml", BM_LazyConv_gizml, {64, 64, 128});
+  reg("BM_LazyConv_openblas", BM_LazyConv_openblas, {64, 64, 128});
+}
+
+/// Holds OpenBLAS to GIZML_BENCH_OPENBLAS_CORETYPE when that is set, else to its own choice: sets
+/// or unsets OPENBLAS_CORETYPE (and unsets OPENBLAS_L2_SIZE) and re-executes this program when
+/// the environment it loaded with differs, since OpenBLAS reads them when it loads.
+void chooseOpenBlasCore(char** argv) {
+  const char* want = std::getenv("GIZML_BENCH_OPENBLAS_CORETYPE");
+  const char* have = std::getenv("OPENBLAS_CORETYPE");
+  const bool coreOk = want ? (have && std::strcmp(want, have) == 0) : !have;
+  if (coreOk && !std::getenv("OPENBLAS_L2_SIZE")) return;
+  if (want) setenv("OPENBLAS_CORETYPE", want, 1);
+  else unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("OPENBLAS_L2_SIZE");
+  execv("/proc/self/exe", argv);
+  std::perror("gemm_bench: re-exec with the chosen OPENBLAS_CORETYPE failed; continuing as loaded");
+}
 
 }  // namespace
 
-BENCHMARK(BM_Gemm_gizml)->Args({2048, 2048, 2048})->Args({1024, 1024, 4096})->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Gemm_openblas)->Args({2048, 2048, 2048})->Args({1024, 1024, 4096})->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Affine_gizml)->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LazyConv_gizml)->Args({64, 64, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LazyConv_openblas)->Args({64, 64, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
-
 int main(int argc, char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("OPENBLAS_L2_SIZE")) {
-    // OpenBLAS read them when it loaded: start again without them (this process only).
-    unsetenv("OPENBLAS_CORETYPE");
-    unsetenv("OPENBLAS_L2_SIZE");
-    execv("/proc/self/exe", argv);
-    std::perror("gemm_bench: re-exec without OPENBLAS_CORETYPE failed; continuing with them set");
-  }
-  benchmark::Initialize(&argc, argv);
+  chooseOpenBlasCore(argv);
+  // Defaults (a flag given on the command line overrides them): 5 repetitions in a random
+  // interleaving of all the benchmarks, only the aggregates printed.
+  std::vector<char*> args(argv, argv + argc);
+  char reps[] = "--benchmark_repetitions=5", mix[] = "--benchmark_enable_random_interleaving=true",
+       aggregates[] = "--benchmark_report_aggregates_only=true";
+  args.insert(args.begin() + 1, {reps, mix, aggregates});
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
+  registerAll();
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
