@@ -38,6 +38,12 @@ void BM_Gemm_gizml(benchmark::State& state) {
   gizml::bench::gemm(state, host, state.range(0), state.range(1), state.range(2), gizml::DType::F32);
 }
 
+// OpenBLAS's worker threads spin for a while (THREAD_TIMEOUT, ~2^28 cycles) after a call: in one
+// process with gizml's OpenMP threads, they would take a core from the next gizml benchmark
+// (measured here: both at half rate when interleaved, each at full rate alone). After its timing
+// loop an OpenBLAS benchmark ends them; its next call starts them again (in the warm-up run).
+extern "C" void blas_thread_shutdown_(void);
+
 // OpenBLAS: the same product, row-major A times Wᵀ.
 void BM_Gemm_openblas(benchmark::State& state) {
   const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
@@ -46,6 +52,7 @@ void BM_Gemm_openblas(benchmark::State& state) {
   for (auto _ : state)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data<float>(), k, w.data<float>(), k, 0.0f,
                 c.data<float>(), n);
+  blas_thread_shutdown_();
   setFlops(state, gemmFlops(m, n, k));
 }
 
@@ -78,6 +85,7 @@ void BM_LazyConv_openblas(benchmark::State& state) {
   for (auto _ : state)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, o, hw * hw, c * 9, 1.0f, w.data<float>(), c * 9,
                 patches.data<float>(), hw * hw, 0.0f, out.data<float>(), hw * hw);
+  blas_thread_shutdown_();
   setFlops(state, gemmFlops(o, hw * hw, c * 9));
 }
 

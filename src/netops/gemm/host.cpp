@@ -1,18 +1,22 @@
 // The host paths of the exact product family. The GEMM (BLIS's way, with the roles of the caches
-// chosen for this register block): A is packed into panels of MR rows over all of k, shared by the
-// threads; each thread packs its own block of B (kc steps x nc columns, half of its L2) into
-// panels of NR columns; the micro-kernel runs MR x NR accumulators over kc steps with A's panel in
-// L1 and B's panels streaming from L2. Between k blocks the accumulators are stored and loaded
-// again, which is exact, so every element of C is one fma chain over k = 0, 1, ..., k - 1 (SPEC
-// §1.3 `chain`). Threads split the columns (and, when there are few, the rows) of C; k is never
-// split. The epilogue (bias, scale, activations, residual, output dtype) is applied as a tile
-// leaves the registers after its last k block: no F32 product is stored and read again.
+// chosen for this register block): each thread packs its own block of B (kc steps x nc columns,
+// half of its L2, sized from the caches read at run time) into panels of NR columns; the
+// micro-kernel runs MR x NR accumulators over kc steps, reading A's MR rows in place (their kc
+// values stay in L1 while the block's B panels stream from L2). Between k blocks the accumulators
+// are stored and loaded again, which is exact, so every element of C is one fma chain over
+// k = 0, 1, ..., k - 1 (SPEC §1.3 `chain`). Threads split the columns (and the rows, when there
+// are few column blocks) of C into items, each computed by one thread over all of k; k is never
+// split, and the threads meet only at the end. The epilogue (bias, scale, activations, residual,
+// output dtype) is applied as a tile leaves the registers after its last k block: no F32 product
+// is stored and read again.
 //
-// Where the earlier kernel lost its time (measured on a Zen 4 EPYC, 2 threads): its B micro-panel
-// (256 steps x 64 columns = 64 KiB) was meant to stay in L1 while A streamed past it, but L1 is
-// 32 KiB, so both operands came from L2 and the loads stalled the FMAs; the threads then shared
-// one B block of 2048 columns (2 MiB, past L2) and met at a barrier after every A block; B was
-// packed by scalar strided reads; and the epilogue was a second pass over an F32 product.
+// Where the earlier kernel lost its time (an AMD EPYC Zen 3 VM, 2 vCPUs shared with other work,
+// AVX2): the threads shared each packed block and met at two barriers for every block of 240
+// rows x 256 steps (about 150 barriers for a 2048^3 product); where a thread is descheduled a
+// barrier costs milliseconds (measured: the same blocking with a barrier a block ran at 8-20
+// GFLOP/s against 65-150 without); B (w [n, k]) was packed by scalar strided reads, A likewise;
+// its shared B block (256 x 2048 floats, 2 MiB) was 4 times this machine's L2; and the epilogue
+// was a second pass over an F32 product.
 #include <immintrin.h>
 #include <omp.h>
 #include <unistd.h>
@@ -85,49 +89,69 @@ const Caches& caches() {
   return c;
 }
 
-/// The block sizes of one product: kc steps a k block (balanced, so no block is a sliver), nc
-/// columns of each thread's B block (kc x nc, half of L2), mc rows of A packed over all of k at a
-/// time (half of L3, at most 16 MiB: glibc reports the L3 of every core complex together, 256 MiB
-/// on an EPYC, and past a few MiB a larger block saves nothing, since each A panel is read once
-/// per B block).
+/// The block sizes of one product: kc steps a k block (A's MR rows x kc in half of L1; balanced,
+/// so no block is a sliver), nc columns of each thread's packed B block (kc x nc in half of its
+/// L2), and mc rows at most in one thread's item (bounding a 16-bit output's F32 block).
 struct Blocking {
   std::int64_t kc, nc, mc;
 };
-Blocking blockingFor(std::int64_t m, std::int64_t k) {
+Blocking blockingFor(std::int64_t k) {
   const Caches& cs = caches();
   const std::int64_t kcMax = std::clamp<std::int64_t>(cs.l1 / 2 / (MR * 4) / 16 * 16, 64, kMaxKC);
   const std::int64_t blocks = (k + kcMax - 1) / kcMax;
   const std::int64_t kc = roundUp((k + blocks - 1) / blocks, 4);
   const std::int64_t nc = std::max<std::int64_t>(NR, cs.l2 / 2 / (kcMax * 4) / NR * NR);
-  const std::int64_t aBytes = std::min<std::int64_t>(cs.l3 / 2, 16 << 20);
-  const std::int64_t mc = std::min(roundUp(m, MR), std::max<std::int64_t>(16 * MR, aBytes / (k * 4) / MR * MR));
-  return {kc, nc, mc};
+  return {kc, nc, 170 * MR};
 }
 
-/// The micro-kernel: the MR x NR chains continued over kc steps of the packed a (kc x MR,
-/// step-major) and b (kc x NR, 64-byte aligned). `load`: continue from cin (row stride ldi); else
-/// start from +0. The chains are stored to cout (row stride ldo).
-inline void microKernel(std::int64_t kc, const float* __restrict ap, const float* __restrict bp, const float* cin,
-                        std::int64_t ldi, float* cout, std::int64_t ldo, bool load) {
+/// The micro-kernel: the MR x NR chains continued over kc steps of a (MR rows, row stride lda,
+/// read in place: each row's kc values stay in L1 while the block's B panels pass) and the packed
+/// b (kc x NR, 64-byte aligned). `load`: continue from cin (row stride ldi); else start from +0.
+/// The chains are stored to cout (row stride ldo).
+inline void microKernel(std::int64_t kc, const float* __restrict ap, std::int64_t lda, const float* __restrict bp,
+                        const float* cin, std::int64_t ldi, float* cout, std::int64_t ldo, bool load) {
   Vec acc[MR][NRV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NRV; ++v) {
       if (load) std::memcpy(&acc[i][v], cin + i * ldi + kLanes * v, sizeof(Vec));
       else acc[i][v] = Vec{};
     }
+  const float* __restrict row[MR];
+  for (int i = 0; i < MR; ++i) row[i] = ap + i * lda;
 #pragma GCC unroll 4
   for (std::int64_t p = 0; p < kc; ++p) {
     Vec b[NRV];
     for (int v = 0; v < NRV; ++v) b[v] = *reinterpret_cast<const Vec*>(bp + p * NR + kLanes * v);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const Vec ai = broadcastVec(ap[p * MR + i]);
+      const Vec ai = broadcastVec(row[i][p]);
       for (int v = 0; v < NRV; ++v) acc[i][v] = fmaVec(ai, b[v], acc[i][v]);
     }
   }
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NRV; ++v) std::memcpy(cout + i * ldo + kLanes * v, &acc[i][v], sizeof(Vec));
 }
+
+#if defined(__AVX__)
+/// r[i][j] becomes r[j][i]: moves only, so every bit (NaN payloads, -0) is kept.
+inline void transpose8x8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    u[h + 0] = _mm256_shuffle_ps(t[h + 0], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 1] = _mm256_shuffle_ps(t[h + 0], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+#endif
 
 /// Packs b's columns [j0, j0 + nc) and steps [p0, p0 + kc) into panels of NR columns, each kc x NR
 /// step-major; columns past n are zero (their results are never stored).
@@ -142,38 +166,30 @@ void packB(const float* b, std::int64_t bsN, std::int64_t bsK, std::int64_t n, s
       for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * NR, b + jq + (p0 + p) * bsK, sizeof(float) * NR);
       continue;
     }
-    if (bsK == 1) {  // b's steps contiguous (w [n, k]): 16 steps of each column at a time, so
-                     // the 16 destination rows stay in L1 while the columns are read in turn
-      for (std::int64_t pb = 0; pb < kc; pb += 16) {
-        const std::int64_t steps = std::min<std::int64_t>(16, kc - pb);
-        for (std::int64_t j = 0; j < NR; ++j) {
+    if (bsK == 1) {  // b's steps contiguous (w [n, k]): 8 columns x 8 steps at a time,
+                     // transposed in registers (a scalar copy cost ~6 cycles an element here)
+      for (std::int64_t pb = 0; pb < kc; pb += 8) {
+        const std::int64_t steps = std::min<std::int64_t>(8, kc - pb);
+        for (std::int64_t j = 0; j < NR; j += 8) {
           float* d = dst + pb * NR + j;
-          if (j < cols) {
-            const float* src = b + (jq + j) * bsN + p0 + pb;
-            for (std::int64_t p = 0; p < steps; ++p) d[p * NR] = src[p];
-          } else {
-            for (std::int64_t p = 0; p < steps; ++p) d[p * NR] = 0.0f;
+#if defined(__AVX__)
+          if (steps == 8 && j + 8 <= cols) {
+            __m256 r[8];
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(b + (jq + j + i) * bsN + p0 + pb);
+            transpose8x8(r);
+            for (int i = 0; i < 8; ++i) _mm256_store_ps(d + i * NR, r[i]);
+            continue;
           }
+#endif
+          for (std::int64_t jj = 0; jj < 8; ++jj)
+            for (std::int64_t p = 0; p < steps; ++p)
+              d[p * NR + jj] = j + jj < cols ? b[(jq + j + jj) * bsN + p0 + pb + p] : 0.0f;
         }
       }
       continue;
     }
     for (std::int64_t p = 0; p < kc; ++p)
       for (std::int64_t j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? b[(jq + j) * bsN + (p0 + p) * bsK] : 0.0f;
-  }
-}
-
-/// Packs the MR rows from `row` of a, all k steps, into one panel k x MR step-major; rows past m
-/// are zero.
-void packAPanel(const float* a, std::int64_t lda, std::int64_t m, std::int64_t row, std::int64_t k, float* dst) {
-  const float* src[MR];
-  for (int i = 0; i < MR; ++i) src[i] = row + i < m ? a + (row + i) * lda : nullptr;
-  for (int i = 0; i < MR; ++i) {
-    if (src[i]) {
-      for (std::int64_t p = 0; p < k; ++p) dst[p * MR + i] = src[i][p];
-    } else {
-      for (std::int64_t p = 0; p < k; ++p) dst[p * MR + i] = 0.0f;
-    }
   }
 }
 
@@ -199,15 +215,74 @@ struct Target {
   bool plain() const { return e->count == 0 && dtype == DType::F32; }
 };
 
+/// x[i] = epilogueStep(op, x[i], operand[i], value) for the R rows, with op a constant in each
+/// case: one formula (epilogueStep's), and the rows' chains independent, so an activation's
+/// latency is hidden behind the other rows'.
+template <int R>
+inline __attribute__((always_inline)) void stepRows(Op op, exact::f32x16 (&x)[R], const exact::f32x16 (&operand)[R],
+                                                    float value) {
+  switch (op) {
+#define GIZML_STEP_ROWS(o) \
+  case o:                  \
+    for (int i = 0; i < R; ++i) x[i] = epilogueStep(o, x[i], operand[i], value); \
+    break;
+    GIZML_STEP_ROWS(Op::Bias)
+    GIZML_STEP_ROWS(Op::Residual)
+    GIZML_STEP_ROWS(Op::Scale)
+    GIZML_STEP_ROWS(Op::Silu)
+    GIZML_STEP_ROWS(Op::Gelu)
+    GIZML_STEP_ROWS(Op::Relu)
+#undef GIZML_STEP_ROWS
+  }
+}
+
+/// The epilogue of `count` elements of `rows` (<= R) output rows from (row0, col0), their chains
+/// at v (row stride ldv), stored to out (row stride ldo) as dtype: 16 lanes of R rows a step.
+template <int R>
+void epilogueRows(const Epilogue& e, const float* v, std::int64_t ldv, std::int64_t rows, std::int64_t row0,
+                  std::int64_t col0, std::int64_t count, void* out, DType dtype, std::int64_t ldo) {
+  using exact::f32x16;
+  for (std::int64_t j = 0; j < count; j += 16) {
+    const std::int64_t left = count - j, col = col0 + j;
+    f32x16 x[R];
+    for (int i = 0; i < R; ++i) x[i] = i < rows ? exact::load16(v + i * ldv + j, left) : f32x16{};
+    for (int s = 0; s < e.count; ++s) {
+      const EpilogueStepData& st = e.steps[s];
+      f32x16 operand[R] = {};
+      for (int i = 0; i < R && i < rows; ++i) {
+        const std::int64_t row = row0 + i;
+        if (st.op == Op::Bias) operand[i] = e.biasPerRow ? exact::splat(st.data[row]) : exact::load16(st.data + col, left);
+        else if (st.op == Op::Residual) operand[i] = exact::load16(st.data + row * ldo + col, left);
+      }
+      stepRows<R>(st.op, x, operand, st.value);
+    }
+    for (int i = 0; i < R && i < rows; ++i) {
+      const std::int64_t at = (row0 + i) * ldo + col;
+      if (dtype == DType::F32) {
+        exact::store16(static_cast<float*>(out) + at, x[i], left);
+      } else {
+        auto* h = static_cast<std::uint16_t*>(out) + at;
+        if (dtype == DType::BF16 && left >= 16) {
+          exact::storeBF16x16(h, x[i]);
+        } else {
+          float lanes[16];
+          std::memcpy(lanes, &x[i], sizeof lanes);
+          for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = toHalfBits(lanes[l], dtype == DType::BF16);
+        }
+      }
+    }
+  }
+}
+
 /// One tile of C: the chains over the block [kc) of its MR x NR elements (rows x cols of them
 /// real), continued from `inter` (row stride ldi) unless this is the first block; stored to
 /// inter, or, after the last block, through the epilogue to the output at (row0, col0).
-void tile(std::int64_t kc, const float* ap, const float* bp, bool first, bool last, std::int64_t rows,
+void tile(std::int64_t kc, const float* ap, std::int64_t lda, const float* bp, bool first, bool last, std::int64_t rows,
           std::int64_t cols, float* inter, std::int64_t ldi, const Target& t, std::int64_t row0, std::int64_t col0) {
   const bool full = rows == MR && cols == NR;
   if (full && (!last || t.plain())) {
     // inter is the output itself when the result is plain F32
-    microKernel(kc, ap, bp, inter, ldi, inter, ldi, !first);
+    microKernel(kc, ap, lda, bp, inter, ldi, inter, ldi, !first);
     return;
   }
   alignas(kAlign) float local[MR * NR];
@@ -218,12 +293,12 @@ void tile(std::int64_t kc, const float* ap, const float* bp, bool first, bool la
     in = local;
     ldin = NR;
   }
-  microKernel(kc, ap, bp, in, ldin, local, NR, !first);
+  microKernel(kc, ap, lda, bp, in, ldin, local, NR, !first);
   if (!last || t.plain()) {
     for (std::int64_t i = 0; i < rows; ++i) std::memcpy(inter + i * ldi, local + i * NR, sizeof(float) * cols);
     return;
   }
-  for (std::int64_t i = 0; i < rows; ++i) epilogueSegment(*t.e, local + i * NR, row0 + i, col0, cols, t.out, t.dtype, t.ldo);
+  epilogueRows<MR>(*t.e, local, NR, rows, row0, col0, cols, t.out, t.dtype, t.ldo);
 }
 
 /// `count` values at p rounded as `compute` asks, in `keep` (F32 compute: p itself).
@@ -239,30 +314,7 @@ const float* roundedOperand(const float* p, std::int64_t count, DType compute, s
 
 void epilogueSegment(const Epilogue& e, const float* v, std::int64_t row, std::int64_t col0, std::int64_t count,
                      void* out, DType dtype, std::int64_t ldo) {
-  using exact::f32x16;
-  for (std::int64_t j = 0; j < count; j += 16) {
-    const std::int64_t left = count - j, col = col0 + j;
-    f32x16 x = exact::load16(v + j, left);
-    for (int s = 0; s < e.count; ++s) {
-      const EpilogueStepData& st = e.steps[s];
-      f32x16 operand{};
-      if (st.op == Op::Bias) operand = e.biasPerRow ? exact::splat(st.data[row]) : exact::load16(st.data + col, left);
-      else if (st.op == Op::Residual) operand = exact::load16(st.data + row * ldo + col, left);
-      x = epilogueStep(st.op, x, operand, st.value);
-    }
-    if (dtype == DType::F32) {
-      exact::store16(static_cast<float*>(out) + row * ldo + col, x, left);
-    } else {
-      auto* h = static_cast<std::uint16_t*>(out) + row * ldo + col;
-      if (dtype == DType::BF16 && left >= 16) {
-        exact::storeBF16x16(h, x);
-      } else {
-        float lanes[16];
-        std::memcpy(lanes, &x, sizeof lanes);
-        for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = toHalfBits(lanes[l], dtype == DType::BF16);
-      }
-    }
-  }
+  epilogueRows<1>(e, v, 0, 1, row, col0, count, out, dtype, ldo);
 }
 
 void gemmStoreHost(const GemmStore& g) {
@@ -283,47 +335,55 @@ void gemmStoreHost(const GemmStore& g) {
     for (std::int64_t i = 0; i < m; ++i) epilogueSegment(g.e, zeros.data(), i, 0, n, g.out, g.outDType, g.ldo);
     return;
   }
-  const Blocking bl = blockingFor(m, k);
+  const Blocking bl = blockingFor(k);
   // The k blocks' chains wait in the output when it is F32; a 16-bit output keeps them in a
-  // thread's own F32 block (rows of the item x nc), only when k takes more than one block.
+  // thread's own F32 block (the item's rows x nc), only when k takes more than one block.
   const bool interInOut = g.outDType == DType::F32;
   const bool oneBlock = k <= bl.kc;
-  Scratch aPacked(bl.mc * k);
   const int threads = omp_get_max_threads();
+  // Each item is a block of nc columns and a share of the rows (at most mc of them; more shares
+  // when there are fewer blocks than twice the threads), computed by one thread over all of k:
+  // the threads meet only at the end, a barrier being costly where a thread can be descheduled.
+  const std::int64_t rowPanels = (m + MR - 1) / MR, colBlocks = (n + bl.nc - 1) / bl.nc;
+  const std::int64_t rowParts = std::min<std::int64_t>(
+      rowPanels, std::max((2 * threads + colBlocks - 1) / colBlocks, (m + bl.mc - 1) / bl.mc));
 
 #pragma omp parallel
   {
     Scratch bPacked(bl.kc * bl.nc);
-    Scratch inter(interInOut || oneBlock ? 0 : bl.mc * bl.nc);
-    for (std::int64_t i0 = 0; i0 < m; i0 += bl.mc) {
-      const std::int64_t mc = std::min(bl.mc, m - i0);
-      const std::int64_t rowPanels = (mc + MR - 1) / MR;
-#pragma omp for schedule(static)
-      for (std::int64_t q = 0; q < rowPanels; ++q) packAPanel(g.a, g.lda, m, i0 + q * MR, k, aPacked.p + q * k * MR);
-      // omp for: a barrier, then each item is a block of columns (and a share of the rows when
-      // there are fewer blocks than twice the threads) that one thread computes over all of k.
-      const std::int64_t colBlocks = (n + bl.nc - 1) / bl.nc;
-      const std::int64_t rowParts =
-          colBlocks >= 2 * threads ? 1 : std::min<std::int64_t>(rowPanels, (2 * threads + colBlocks - 1) / colBlocks);
+    Scratch inter(interInOut || oneBlock ? 0 : ((rowPanels + rowParts - 1) / rowParts) * MR * bl.nc);
+    alignas(kAlign) float edgeRows[MR * kMaxKC];  // a last panel of fewer than MR rows, zero-padded
 #pragma omp for schedule(dynamic, 1)
-      for (std::int64_t item = 0; item < colBlocks * rowParts; ++item) {
-        const std::int64_t jb = item / rowParts, part = item % rowParts;
-        const std::int64_t q0 = part * rowPanels / rowParts, q1 = (part + 1) * rowPanels / rowParts;
-        const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, n - j0), colTiles = (nc + NR - 1) / NR;
-        for (std::int64_t p0 = 0; p0 < k; p0 += bl.kc) {
-          const std::int64_t kc = std::min(bl.kc, k - p0);
-          const bool first = p0 == 0, last = p0 + kc == k;
-          packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.p);
-          for (std::int64_t q = q0; q < q1; ++q) {
-            const float* ap = aPacked.p + q * k * MR + p0 * MR;
-            const std::int64_t row0 = i0 + q * MR, rows = std::min<std::int64_t>(MR, m - row0);
-            for (std::int64_t t = 0; t < colTiles; ++t) {
-              const std::int64_t col0 = j0 + t * NR, cols = std::min<std::int64_t>(NR, n - col0);
-              float* at = interInOut ? static_cast<float*>(g.out) + row0 * g.ldo + col0
-                                     : inter.p + (q - q0) * MR * bl.nc + t * NR;
-              const std::int64_t ldi = interInOut ? g.ldo : bl.nc;
-              tile(kc, ap, bPacked.p + t * kc * NR, first, last, rows, cols, at, ldi, target, row0, col0);
-            }
+    for (std::int64_t item = 0; item < colBlocks * rowParts; ++item) {
+      const std::int64_t jb = item / rowParts, part = item % rowParts;
+      const std::int64_t q0 = part * rowPanels / rowParts, q1 = (part + 1) * rowPanels / rowParts;
+      const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, n - j0), colTiles = (nc + NR - 1) / NR;
+      const std::int64_t ldi = interInOut ? g.ldo : bl.nc;
+      for (std::int64_t p0 = 0; p0 < k; p0 += bl.kc) {
+        const std::int64_t kc = std::min(bl.kc, k - p0);
+        const bool first = p0 == 0, last = p0 + kc == k;
+        packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.p);
+        for (std::int64_t q = q0; q < q1; ++q) {
+          const std::int64_t row0 = q * MR, rows = std::min<std::int64_t>(MR, m - row0);
+          const float* ap = g.a + row0 * g.lda + p0;
+          std::int64_t lda = g.lda;
+          if (rows < MR) {
+            for (std::int64_t i = 0; i < MR; ++i)
+              if (i < rows) std::memcpy(edgeRows + i * kc, ap + i * g.lda, sizeof(float) * kc);
+              else std::fill(edgeRows + i * kc, edgeRows + (i + 1) * kc, 0.0f);
+            ap = edgeRows;
+            lda = kc;
+          }
+          float* rowAt = interInOut ? static_cast<float*>(g.out) + row0 * g.ldo + j0 : inter.p + (q - q0) * MR * bl.nc;
+          for (std::int64_t t = 0; t < colTiles; ++t) {
+            const std::int64_t col0 = j0 + t * NR, cols = std::min<std::int64_t>(NR, n - col0);
+            // The next tile's chains (or, in the first block, the lines it will write) are
+            // fetched while this one runs: a tile of C is far from the caches by the time its
+            // next k block comes round.
+            if (t + 1 < colTiles && rows == MR)
+              for (int i = 0; i < MR; ++i)
+                for (int v = 0; v < NR; v += 16) __builtin_prefetch(rowAt + i * ldi + (t + 1) * NR + v, 1);
+            tile(kc, ap, lda, bPacked.p + t * kc * NR, first, last, rows, cols, rowAt + t * NR, ldi, target, row0, col0);
           }
         }
       }
