@@ -98,6 +98,7 @@ struct Gemm {
 /// last k block. out must not overlap a or b; with an F32 out the k blocks' chains wait in out,
 /// so it must not overlap a residual or bias either (Lazy::storeInto checks, else it computes
 /// the product first).
+struct ImagePatches;
 struct GemmStore {
   DType compute;
   std::int64_t m, n, k;
@@ -109,6 +110,16 @@ struct GemmStore {
   void* out;
   DType outDType;
   std::int64_t ldo;
+  /// Set: b is read from an image's patches (a convolution; already rounded as compute asks),
+  /// b and its strides unused.
+  const ImagePatches* patches = nullptr;
+};
+/// A convolution's B read straight from the image x [c, h, w] (F32, already rounded as compute
+/// asks) as the B panels are packed: element (pixel, q) is patchValue(...), so no patch matrix
+/// is built.
+struct ImagePatches {
+  const float* x;
+  std::int64_t c, h, w, kh, kw, pad, ow;
 };
 void gemmStoreHost(const GemmStore& g);
 

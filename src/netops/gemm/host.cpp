@@ -66,7 +66,7 @@ inline Vec fmaVec(Vec a, Vec b, Vec c) {
 inline Vec broadcastVec(float v) { return Vec{v, v, v, v}; }
 #endif
 constexpr int NR = kLanes * NRV;
-constexpr std::int64_t kMaxKC = 512;  // k steps a block: A's panel, MR x 512 x 4 = 12 KiB, stays in L1
+constexpr std::int64_t kMaxKC = 1024;  // k steps a block at most (A's MR rows x kc take half of L1)
 constexpr std::int64_t kAlign = 64;
 
 std::int64_t roundUp(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
@@ -100,7 +100,7 @@ Blocking blockingFor(std::int64_t k) {
   const std::int64_t kcMax = std::clamp<std::int64_t>(cs.l1 / 2 / (MR * 4) / 16 * 16, 64, kMaxKC);
   const std::int64_t blocks = (k + kcMax - 1) / kcMax;
   const std::int64_t kc = roundUp((k + blocks - 1) / blocks, 4);
-  const std::int64_t nc = std::max<std::int64_t>(NR, cs.l2 / 2 / (kcMax * 4) / NR * NR);
+  const std::int64_t nc = std::max<std::int64_t>(NR, cs.l2 / 2 / (kc * 4) / NR * NR);
   return {kc, nc, 170 * MR};
 }
 
@@ -152,6 +152,44 @@ inline void transpose8x8(__m256 r[8]) {
   }
 }
 #endif
+
+/// packB's panels read from an image's patches (see ImagePatches): for each step q = (ch, i, j),
+/// a panel's NR pixels in one output row are NR consecutive values of the image's row
+/// oy + i - pad from ox + j - pad (zero outside it); a panel that crosses output rows takes them
+/// one at a time. The values are the image's, so the chains are those of the patch matrix.
+void packPatches(const ImagePatches& ip, std::int64_t n, std::int64_t j0, std::int64_t nc, std::int64_t p0,
+                 std::int64_t kc, float* out) {
+  const std::int64_t panels = (nc + NR - 1) / NR, taps = ip.kh * ip.kw;
+  std::int64_t ch = p0 / taps, i = (p0 / ip.kw) % ip.kh, j = p0 % ip.kw;  // step p0, then counted on
+  for (std::int64_t p = 0; p < kc; ++p) {
+    for (std::int64_t q = 0; q < panels; ++q) {
+      float* d = out + q * kc * NR + p * NR;
+      const std::int64_t jq = j0 + q * NR, cols = std::min<std::int64_t>(NR, n - jq);
+      const std::int64_t oy = jq / ip.ow, ox = jq % ip.ow;
+      if (cols == NR && ox + NR <= ip.ow) {
+        const std::int64_t y = oy + i - ip.pad, x0 = ox + j - ip.pad;
+        if (y < 0 || y >= ip.h) {
+          std::fill(d, d + NR, 0.0f);
+        } else if (x0 >= 0 && x0 + NR <= ip.w) {
+          std::memcpy(d, ip.x + (ch * ip.h + y) * ip.w + x0, sizeof(float) * NR);
+        } else {
+          const float* src = ip.x + (ch * ip.h + y) * ip.w;
+          for (std::int64_t l = 0; l < NR; ++l) d[l] = x0 + l >= 0 && x0 + l < ip.w ? src[x0 + l] : 0.0f;
+        }
+        continue;
+      }
+      for (std::int64_t l = 0; l < NR; ++l)
+        d[l] = l < cols ? patchValue(F32Image{ip.x}, ip.h, ip.w, ip.kh, ip.kw, ip.pad, ip.ow, jq + l, p0 + p) : 0.0f;
+    }
+    if (++j == ip.kw) {
+      j = 0;
+      if (++i == ip.kh) {
+        i = 0;
+        ++ch;
+      }
+    }
+  }
+}
 
 /// Packs b's columns [j0, j0 + nc) and steps [p0, p0 + kc) into panels of NR columns, each kc x NR
 /// step-major; columns past n are zero (their results are never stored).
@@ -325,7 +363,7 @@ void gemmStoreHost(const GemmStore& g) {
     GemmStore r = g;
     r.compute = DType::F32;
     r.a = roundedOperand(g.a, (m - 1) * g.lda + k, g.compute, keepA);
-    r.b = k == 0 ? g.b : roundedOperand(g.b, (n - 1) * g.bsN + (k - 1) * g.bsK + 1, g.compute, keepB);
+    r.b = k == 0 || g.patches ? g.b : roundedOperand(g.b, (n - 1) * g.bsN + (k - 1) * g.bsK + 1, g.compute, keepB);
     gemmStoreHost(r);
     return;
   }
@@ -362,7 +400,8 @@ void gemmStoreHost(const GemmStore& g) {
       for (std::int64_t p0 = 0; p0 < k; p0 += bl.kc) {
         const std::int64_t kc = std::min(bl.kc, k - p0);
         const bool first = p0 == 0, last = p0 + kc == k;
-        packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.p);
+        if (g.patches) packPatches(*g.patches, n, j0, nc, p0, kc, bPacked.p);
+        else packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.p);
         for (std::int64_t q = q0; q < q1; ++q) {
           const std::int64_t row0 = q * MR, rows = std::min<std::int64_t>(MR, m - row0);
           const float* ap = g.a + row0 * g.lda + p0;
@@ -443,11 +482,12 @@ void convStoreHost(const ConvProduct::Args& a, const Epilogue& e, void* out, DTy
     for (std::int64_t i = 0; i < xCount; ++i) xf[i] = image(i);
     x = xf.data();
   }
-  std::vector<float> patches(static_cast<std::size_t>(q * pixels));
-  patchRowsHost(roundedOperand(x, xCount, a.compute, keepX), a.c, a.h, a.wd, a.kh, a.kw, a.pad, 0, oh, patches.data());
+  // The patches are packed into the GEMM's B panels straight from x (ImagePatches), never built.
+  const ImagePatches patches{roundedOperand(x, xCount, a.compute, keepX), a.c, a.h, a.wd, a.kh, a.kw, a.pad,
+                             pixels / oh};
   std::vector<float> keepW;
-  gemmStoreHost({DType::F32, a.o, pixels, q, roundedOperand(a.w, a.o * q, a.compute, keepW), q, patches.data(), 1,
-                 pixels, e, out, outDType, pixels});
+  gemmStoreHost({DType::F32, a.o, pixels, q, roundedOperand(a.w, a.o * q, a.compute, keepW), q, nullptr, 0, 0, e, out,
+                 outDType, pixels, &patches});
 }
 
 void ConvProduct::host(const Args& a) {
