@@ -2,8 +2,10 @@
 // host against OpenBLAS's cblas_sgemm on the same product shapes, measured in the same run: each
 // shape registers gizml's benchmark beside OpenBLAS's, and by default each runs 5 times in a
 // random interleaving (so a noisy neighbour slows both alike); the summary prints the CPU, the
-// OpenBLAS kernel and, per shape, gizml / OpenBLAS of the medians. The gizml bodies are
-// gemm_gizml.hpp's (gizml_bench runs them on the GPU).
+// OpenBLAS kernel and, per shape, gizml / OpenBLAS of the medians. The BM_Paired_* benchmarks
+// alternate the two call by call and give the median of the per-pair ratios: on a machine whose
+// load changes every few seconds, they are the ratios to quote. The gizml bodies of the single
+// benchmarks are gemm_gizml.hpp's (gizml_bench runs them on the GPU).
 //
 // OpenBLAS is a benchmark-only dependency. Machines here may set OPENBLAS_CORETYPE and
 // OPENBLAS_L2_SIZE, which hold OpenBLAS to older kernels: this program re-executes itself with
@@ -14,6 +16,8 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,6 +93,97 @@ void BM_LazyConv_openblas(benchmark::State& state) {
   setFlops(state, gemmFlops(o, hw * hw, c * 9));
 }
 
+// ---- paired runs: gizml and OpenBLAS alternately, call by call ------------------------------------------
+// On a machine shared with other work the load changes every few seconds, so two benchmarks run
+// seconds apart can see different machines. Here each iteration times one gizml call and then
+// one OpenBLAS call on the same shape; the ratio is the median over the iterations of OpenBLAS's
+// time / gizml's (> 1: gizml faster), so each ratio compares neighbours in time.
+
+double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+/// Times gizml() and openblas() alternately, once each an iteration; counters: the median ratio,
+/// its quartiles, and each side's median GFLOP/s.
+template <class G, class O>
+void paired(benchmark::State& state, double flops, G gizmlCall, O openblasCall) {
+  gizmlCall();  // warm both (page faults, OpenBLAS's threads)
+  openblasCall();
+  blas_thread_shutdown_();
+  std::vector<double> ratio, tg, to;
+  for (auto _ : state) {
+    const double t0 = seconds();
+    gizmlCall();
+    const double t1 = seconds();
+    openblasCall();
+    const double t2 = seconds();
+    blas_thread_shutdown_();  // its spinning threads would take a core from the next gizml call
+    state.SetIterationTime(t2 - t0);
+    tg.push_back(t1 - t0);
+    to.push_back(t2 - t1);
+    ratio.push_back((t2 - t1) / (t1 - t0));
+  }
+  std::vector<double> r = ratio;
+  std::sort(r.begin(), r.end());
+  state.counters["ratio"] = median(ratio);
+  state.counters["ratio_q1"] = r[r.size() / 4];
+  state.counters["ratio_q3"] = r[(3 * r.size()) / 4];
+  state.counters["gizml_GFLOPs"] = flops / median(tg) / 1e9;
+  state.counters["openblas_GFLOPs"] = flops / median(to) / 1e9;
+}
+
+void BM_Paired_Gemm(benchmark::State& state) {
+  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  Tensor a = Tensor::normal(Key{1, 1}, {m, k}), w = Tensor::normal(Key{2, 2}, {n, k});
+  Tensor c = Tensor::empty({m, n}), c2 = Tensor::empty({m, n});
+  paired(
+      state, gemmFlops(m, n, k), [&] { gizml::lazyMatmul(a, w).storeInto(c); },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data<float>(), k, w.data<float>(), k,
+                    0.0f, c2.data<float>(), n);
+      });
+}
+
+// affine (x wᵀ + b, a new output each time, as a layer runs it) and lazyMatmul(...).bias().gelu()
+// against OpenBLAS's bare product: their epilogues cost what they cost on top of the product.
+void BM_Paired_Affine(benchmark::State& state) {
+  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  // The 4th argument: 1 affine, 2 bias + GELU (not 0 / 1: gemm_gizml_bench.cpp says why).
+  const bool gelu = state.range(3) == 2;
+  Tensor x = Tensor::normal(Key{3, 3}, {m, k}), w = Tensor::normal(Key{4, 4}, {n, k}), b = Tensor::normal(Key{5, 5}, {n});
+  Tensor c2 = Tensor::empty({m, n});
+  paired(
+      state, gemmFlops(m, n, k),
+      [&] {
+        benchmark::DoNotOptimize(
+            (gelu ? gizml::lazyMatmul(x, w).bias(b).gelu().store() : gizml::netops::affine(x, w, b)).raw());
+      },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data<float>(), k, w.data<float>(), k,
+                    0.0f, c2.data<float>(), n);
+      });
+}
+
+// lazyConv, patches included, against OpenBLAS on the prebuilt patches (its best case).
+void BM_Paired_LazyConv(benchmark::State& state) {
+  const std::int64_t o = state.range(0), c = state.range(1), hw = state.range(2);
+  Tensor x = Tensor::normal(Key{6, 6}, {c, hw, hw}), w = Tensor::normal(Key{7, 7}, {o, c * 9});
+  Tensor patches = gizml::netops::patchRows(x, 3, 3, 1, 0, hw);
+  Tensor out = Tensor::empty({o, hw * hw}), out2 = Tensor::empty({o, hw * hw});
+  paired(
+      state, gemmFlops(o, hw * hw, c * 9), [&] { gizml::lazyConv(w, x, 3, 3, 1).storeInto(out); },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, o, hw * hw, c * 9, 1.0f, w.data<float>(), c * 9,
+                    patches.data<float>(), hw * hw, 0.0f, out2.data<float>(), hw * hw);
+      });
+}
+
 /// The CPU's model name (/proc/cpuinfo), so a ratio says which machine it was measured on.
 std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
@@ -103,6 +198,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
+      if (r.counters.count("ratio") && !r.error_occurred && r.run_type == Run::RT_Iteration) {
+        auto& c = paired_[r.run_name.str()];
+        for (const auto& [key, counter] : r.counters) c[key] = counter.value;
+        continue;
+      }
       auto it = r.counters.find("FLOP/s");
       if (it == r.counters.end() || r.error_occurred) continue;
       const std::string name = r.run_name.str();
@@ -120,7 +220,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::printf("\nCPU: %s; gizml %d threads, OpenBLAS %d threads (%s)\n", cpuModel().c_str(), gizml::threads(),
                 openblas_get_num_threads(), openblas_get_config());
     std::printf("OpenBLAS kernel: %s\n", openblas_get_corename());
-    std::printf("gizml / OpenBLAS (%s):\n", medians_.empty() ? "single runs" : "medians of the repetitions");
+    if (!rates().empty())
+      std::printf("gizml / OpenBLAS (%s):\n", medians_.empty() ? "single runs" : "medians of the repetitions");
     for (const auto& [name, rate] : rates()) {
       auto at = name.find("_gizml");
       if (at == std::string::npos) continue;
@@ -138,11 +239,21 @@ class RatioReporter : public benchmark::ConsoleReporter {
       }
       std::printf("\n");
     }
+    if (!paired_.empty()) {
+      std::printf("paired, call by call (median of OpenBLAS time / gizml time over the iterations, [quartiles]):\n");
+      for (const auto& [run, c] : paired_) {
+        const std::string name = run.substr(0, run.find("/iterations"));
+        std::printf("  %-44s gizml %7.1f  OpenBLAS %7.1f GFLOP/s   ratio %.3f [%.3f, %.3f]   [%s]\n", name.c_str(),
+                    c.at("gizml_GFLOPs"), c.at("openblas_GFLOPs"), c.at("ratio"), c.at("ratio_q1"), c.at("ratio_q3"),
+                    where.c_str());
+      }
+    }
   }
 
  private:
   const std::map<std::string, double>& rates() const { return medians_.empty() ? single_ : medians_; }
   std::map<std::string, double> single_, medians_;
+  std::map<std::string, std::map<std::string, double>> paired_;
 };
 
 /// Each shape's gizml benchmark beside OpenBLAS's, so an interleaved run alternates them.
@@ -158,6 +269,20 @@ void registerAll() {
   reg("BM_AffineGelu_gizml", BM_AffineGelu_gizml, {512, 4096, 1024});
   reg("BM_LazyConv_gizml", BM_LazyConv_gizml, {64, 64, 128});
   reg("BM_LazyConv_openblas", BM_LazyConv_openblas, {64, 64, 128});
+  // The paired runs: a fixed count of pairs, not repeated (each is its own comparison).
+  auto pair = [](const char* name, void (*fn)(benchmark::State&), std::vector<std::int64_t> args, int pairs) {
+    benchmark::RegisterBenchmark(name, fn)
+        ->Args(args)
+        ->Iterations(pairs)
+        ->Repetitions(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  };
+  pair("BM_Paired_Gemm", BM_Paired_Gemm, {2048, 2048, 2048}, 15);
+  pair("BM_Paired_Gemm", BM_Paired_Gemm, {512, 4096, 1024}, 31);
+  pair("BM_Paired_Affine", BM_Paired_Affine, {512, 4096, 1024, 1}, 31);
+  pair("BM_Paired_Affine", BM_Paired_Affine, {512, 4096, 1024, 2}, 31);
+  pair("BM_Paired_LazyConv", BM_Paired_LazyConv, {64, 64, 128}, 31);
 }
 
 /// Holds OpenBLAS to GIZML_BENCH_OPENBLAS_CORETYPE when that is set, else to its own choice: sets
