@@ -184,6 +184,23 @@ void BM_Paired_LazyConv(benchmark::State& state) {
       });
 }
 
+// conv1d (x [t, c], w [o, c, k], pad (k - 1) / 2, + bias), patches included, against OpenBLAS on
+// the prebuilt patches (im2col1d [t, c k] times w [o, c k]ᵀ).
+void BM_Paired_Conv1d(benchmark::State& state) {
+  const std::int64_t t = state.range(0), c = state.range(1), o = state.range(2), k = state.range(3);
+  Tensor x = Tensor::normal(Key{8, 8}, {t, c}), w = Tensor::normal(Key{9, 9}, {o, c, k});
+  Tensor b = Tensor::normal(Key{10, 10}, {o});
+  Tensor patches = gizml::netops::im2col1d(x, k, 1, (k - 1) / 2, 1);
+  Tensor out2 = Tensor::empty({t, o});
+  paired(
+      state, gemmFlops(t, o, c * k),
+      [&] { benchmark::DoNotOptimize(gizml::netops::conv1d(x, w, {b}, 1, (k - 1) / 2, 1).raw()); },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, o, c * k, 1.0f, patches.data<float>(), c * k,
+                    w.data<float>(), c * k, 0.0f, out2.data<float>(), o);
+      });
+}
+
 /// The CPU's model name (/proc/cpuinfo), so a ratio says which machine it was measured on.
 std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
@@ -283,6 +300,7 @@ void registerAll() {
   pair("BM_Paired_Affine", BM_Paired_Affine, {512, 4096, 1024, 1}, 31);
   pair("BM_Paired_Affine", BM_Paired_Affine, {512, 4096, 1024, 2}, 31);
   pair("BM_Paired_LazyConv", BM_Paired_LazyConv, {64, 64, 128}, 31);
+  pair("BM_Paired_Conv1d", BM_Paired_Conv1d, {4096, 256, 256, 3}, 31);
 }
 
 /// Holds OpenBLAS to GIZML_BENCH_OPENBLAS_CORETYPE when that is set, else to its own choice: sets

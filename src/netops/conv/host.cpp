@@ -1,6 +1,7 @@
 // The convolution helpers: argument checks, dispatch by device, and the host path (OpenMP over
-// output rows; conv1d and convTranspose1d run 16 output channels side by side, each lane its own
-// chain). The host path equals tests/reference/conv_reference.cpp bit for bit.
+// output rows; conv1d is the exact GEMM of netops/gemm with its patch rows made as the A panels
+// fill; convTranspose1d runs 16 output channels side by side, each lane its own chain). The host
+// path equals tests/reference/conv_reference.cpp bit for bit.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "exact/vec16.hpp"
 #include "gizml/netops/conv.hpp"
 #include "netops/conv/conv.hpp"
+#include "netops/gemm/gemm.hpp"
 
 namespace gizml::netops {
 
@@ -65,22 +67,56 @@ void Col2im1d::host(const Args& a) {
       a.out[o * a.c + ch] = col2im1dAt(a.cols, a.rows, a.c, a.k, a.stride, a.pad, o, ch);
 }
 
-/// Weights transposed to [c k, o] so that 16 output channels load as one vector; threads split
-/// (output row, block of 16 channels) pairs.
-void Conv1d::host(const Args& a) {
+/// conv1d on the host is the exact GEMM (netops/gemm): out [ot, o] = the chain over ch k + j of
+/// the patch rows (im2col1d's, made as the GEMM's A panels are filled, never stored) times
+/// w [o, c k], then + bias in the GEMM's store. The same chain as conv1dChain, so the same bits.
+static void conv1dPatchRows(const void* ctx, std::int64_t row0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
+                            float* dst) {
+  const auto& a = *static_cast<const Conv1d::Args*>(ctx);
   const Geometry1d& g = a.g;
-  const std::int64_t oc = a.outChannels, taps = g.c * g.k;
-  std::vector<float> wT(static_cast<std::size_t>(taps * oc));
-  for (std::int64_t o = 0; o < oc; ++o)
-    for (std::int64_t idx = 0; idx < taps; ++idx) wT[idx * oc + o] = a.w[o * taps + idx];
-  const std::int64_t blocks = (oc + 15) / 16, items = a.ot * blocks;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t item = 0; item < items; ++item) {
-    const std::int64_t r = item / blocks, o0 = (item % blocks) * 16, lanes = oc - o0;
-    f32x16 acc = conv1dChain<f32x16>(a.x, g, r * g.stride - g.pad, wT.data() + o0, g.k * oc, oc, lanes);
-    if (a.bias) acc = acc + exact::load16(a.bias + o0, lanes);
-    exact::store16(a.out + r * oc + o0, acc, lanes);
+  constexpr std::int64_t kMaxTaps = 16;
+  const float* tap[kMaxTaps];  // x's row under each tap of the window (null: padding)
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t start = (row0 + i) * g.stride - g.pad;
+    float* d = dst + i * kc;
+    if (g.k > kMaxTaps) {
+      for (std::int64_t p = 0; p < kc; ++p) d[p] = im2col1dValue(a.x, g, row0 + i, (p0 + p) / g.k, (p0 + p) % g.k);
+      continue;
+    }
+    for (std::int64_t j = 0; j < g.k; ++j) {
+      const std::int64_t pos = start + j * g.dilation;
+      tap[j] = pos >= 0 && pos < g.t ? a.x + pos * g.c : nullptr;
+    }
+    // steps p0 .. p0 + kc are (ch, j) = (p / k, p % k): a partial first channel, whole ones (a tap
+    // at a time: x's row is contiguous in ch), a partial last one
+    std::int64_t p = 0, ch = p0 / g.k;
+    for (std::int64_t j = p0 % g.k; j > 0 && j < g.k && p < kc; ++j, ++p) d[p] = tap[j] ? tap[j][ch] : 0.0f;
+    if (p > 0) ++ch;
+    const std::int64_t whole = (kc - p) / g.k;
+    for (std::int64_t j = 0; j < g.k; ++j) {
+      float* dj = d + p + j;
+      if (tap[j]) {
+        const float* src = tap[j] + ch;
+        for (std::int64_t w = 0; w < whole; ++w) dj[w * g.k] = src[w];
+      } else {
+        for (std::int64_t w = 0; w < whole; ++w) dj[w * g.k] = 0.0f;
+      }
+    }
+    p += whole * g.k;
+    ch += whole;
+    for (std::int64_t j = 0; p < kc; ++j, ++p) d[p] = tap[j] ? tap[j][ch] : 0.0f;
   }
+}
+
+void Conv1d::host(const Args& a) {
+  if (a.ot == 0 || a.outChannels == 0) return;
+  const Geometry1d& g = a.g;
+  gemm::GemmStore s{DType::F32, a.ot, a.outChannels, g.c * g.k, nullptr, 0, a.w, g.c * g.k, 1, gemm::Epilogue{},
+                    a.out, DType::F32, a.outChannels};
+  if (a.bias) s.e.steps[s.e.count++] = {Lazy::Op::Bias, 0.0f, a.bias};
+  s.packA = conv1dPatchRows;
+  s.packACtx = &a;
+  gemm::gemmStoreHost(s);
 }
 
 /// Weights transposed to [k, c, o]; threads split (output position, block of 16 channels) pairs.

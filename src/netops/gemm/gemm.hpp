@@ -113,6 +113,12 @@ struct GemmStore {
   /// Set: b is read from an image's patches (a convolution; already rounded as compute asks),
   /// b and its strides unused.
   const ImagePatches* patches = nullptr;
+  /// Set: a's rows are made by packA (a is unused): rows [row0, row0 + rows) and steps [p0, p0 +
+  /// kc) written to dst row-major (row stride kc), for operands that are not stored as a matrix
+  /// (conv1d's patch rows). compute must be F32.
+  void (*packA)(const void* ctx, std::int64_t row0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
+                float* dst) = nullptr;
+  const void* packACtx = nullptr;
 };
 /// A convolution's B read straight from the image x [c, h, w] (F32, already rounded as compute
 /// asks) as the B panels are packed: element (pixel, q) is patchValue(...), so no patch matrix

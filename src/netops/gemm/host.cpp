@@ -95,9 +95,13 @@ const Caches& caches() {
 struct Blocking {
   std::int64_t kc, nc, mc;
 };
-Blocking blockingFor(std::int64_t k) {
+Blocking blockingFor(std::int64_t k, std::int64_t n, bool costlyA) {
   const Caches& cs = caches();
-  const std::int64_t kcMax = std::clamp<std::int64_t>(cs.l1 / 2 / (MR * 4) / 16 * 16, 64, kMaxKC);
+  std::int64_t kcMax = std::clamp<std::int64_t>(cs.l1 / 2 / (MR * 4) / 16 * 16, 64, kMaxKC);
+  // Rows of A that are made, not read (conv1d's patches), are made once a k block when one B
+  // block holds all n columns: shorter k blocks, if that is what fits half of L2.
+  const std::int64_t kcAllColumns = cs.l2 / 2 / (roundUp(n, NR) * 4) / 16 * 16;
+  if (costlyA && kcAllColumns >= 128) kcMax = std::min(kcMax, kcAllColumns);
   const std::int64_t blocks = (k + kcMax - 1) / kcMax;
   const std::int64_t kc = roundUp((k + blocks - 1) / blocks, 4);
   const std::int64_t nc = std::max<std::int64_t>(NR, cs.l2 / 2 / (kc * 4) / NR * NR);
@@ -362,7 +366,7 @@ void gemmStoreHost(const GemmStore& g) {
     std::vector<float> keepA, keepB;
     GemmStore r = g;
     r.compute = DType::F32;
-    r.a = roundedOperand(g.a, (m - 1) * g.lda + k, g.compute, keepA);
+    r.a = g.packA ? g.a : roundedOperand(g.a, (m - 1) * g.lda + k, g.compute, keepA);
     r.b = k == 0 || g.patches ? g.b : roundedOperand(g.b, (n - 1) * g.bsN + (k - 1) * g.bsK + 1, g.compute, keepB);
     gemmStoreHost(r);
     return;
@@ -373,7 +377,7 @@ void gemmStoreHost(const GemmStore& g) {
     for (std::int64_t i = 0; i < m; ++i) epilogueSegment(g.e, zeros.data(), i, 0, n, g.out, g.outDType, g.ldo);
     return;
   }
-  const Blocking bl = blockingFor(k);
+  const Blocking bl = blockingFor(k, n, g.packA != nullptr);
   // The k blocks' chains wait in the output when it is F32; a 16-bit output keeps them in a
   // thread's own F32 block (the item's rows x nc), only when k takes more than one block.
   const bool interInOut = g.outDType == DType::F32;
@@ -406,7 +410,12 @@ void gemmStoreHost(const GemmStore& g) {
           const std::int64_t row0 = q * MR, rows = std::min<std::int64_t>(MR, m - row0);
           const float* ap = g.a + row0 * g.lda + p0;
           std::int64_t lda = g.lda;
-          if (rows < MR) {
+          if (g.packA) {  // rows made on the spot, zero past m
+            g.packA(g.packACtx, row0, rows, p0, kc, edgeRows);
+            std::fill(edgeRows + rows * kc, edgeRows + MR * kc, 0.0f);
+            ap = edgeRows;
+            lda = kc;
+          } else if (rows < MR) {
             for (std::int64_t i = 0; i < MR; ++i)
               if (i < rows) std::memcpy(edgeRows + i * kc, ap + i * g.lda, sizeof(float) * kc);
               else std::fill(edgeRows + i * kc, edgeRows + (i + 1) * kc, 0.0f);
