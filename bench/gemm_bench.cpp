@@ -201,6 +201,22 @@ void BM_Paired_Conv1d(benchmark::State& state) {
       });
 }
 
+// convTranspose1d (x [n, c], w [c, o, k], stride 2, pad 1, + bias: an upsampling layer) against
+// OpenBLAS's product alone (x times w as [c, o k], the cols before col2im1d).
+void BM_Paired_ConvTranspose1d(benchmark::State& state) {
+  const std::int64_t n = state.range(0), c = state.range(1), o = state.range(2), k = state.range(3);
+  Tensor x = Tensor::normal(Key{11, 11}, {n, c}), w = Tensor::normal(Key{12, 12}, {c, o, k});
+  Tensor b = Tensor::normal(Key{13, 13}, {o});
+  Tensor cols = Tensor::empty({n, o * k});
+  paired(
+      state, gemmFlops(n, o * k, c),
+      [&] { benchmark::DoNotOptimize(gizml::netops::convTranspose1d(x, w, {b}, 2, 1).raw()); },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, o * k, c, 1.0f, x.data<float>(), c, w.data<float>(),
+                    o * k, 0.0f, cols.data<float>(), o * k);
+      });
+}
+
 /// The CPU's model name (/proc/cpuinfo), so a ratio says which machine it was measured on.
 std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
@@ -301,6 +317,7 @@ void registerAll() {
   pair("BM_Paired_Affine", BM_Paired_Affine, {512, 4096, 1024, 2}, 31);
   pair("BM_Paired_LazyConv", BM_Paired_LazyConv, {64, 64, 128}, 31);
   pair("BM_Paired_Conv1d", BM_Paired_Conv1d, {4096, 256, 256, 3}, 31);
+  pair("BM_Paired_ConvTranspose1d", BM_Paired_ConvTranspose1d, {2048, 256, 256, 4}, 31);
 }
 
 /// Holds OpenBLAS to GIZML_BENCH_OPENBLAS_CORETYPE when that is set, else to its own choice: sets

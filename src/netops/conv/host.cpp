@@ -1,7 +1,7 @@
 // The convolution helpers: argument checks, dispatch by device, and the host path (OpenMP over
 // output rows; conv1d is the exact GEMM of netops/gemm with its patch rows made as the A panels
-// fill; convTranspose1d runs 16 output channels side by side, each lane its own chain). The host
-// path equals tests/reference/conv_reference.cpp bit for bit.
+// fill; convTranspose1d's cols are that GEMM's product, then col2im1d). The host path equals
+// tests/reference/conv_reference.cpp bit for bit.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -119,21 +119,38 @@ void Conv1d::host(const Args& a) {
   gemm::gemmStoreHost(s);
 }
 
-/// Weights transposed to [k, c, o]; threads split (output position, block of 16 channels) pairs.
-/// Each cols entry feeds exactly one output, so it is computed there.
+/// convTranspose1d on the host, as the SPEC defines it: cols [n, o k] = x [n, c] times w as
+/// [c, o k] by the exact GEMM (each entry the chain over ch), then each output is +0 plus its
+/// cols in j order (col2im1d's sums; the taps an output adds are found once for all its
+/// channels), then + bias. The same chains and sums as convTranspose1dAt, so the same bits.
 void ConvTranspose1d::host(const Args& a) {
-  const std::int64_t oc = a.outChannels, c = a.c, k = a.k;
-  std::vector<float> wT(static_cast<std::size_t>(k * c * oc));
-  for (std::int64_t ch = 0; ch < c; ++ch)
-    for (std::int64_t o = 0; o < oc; ++o)
-      for (std::int64_t j = 0; j < k; ++j) wT[(j * c + ch) * oc + o] = a.w[(ch * oc + o) * k + j];
-  const std::int64_t blocks = (oc + 15) / 16, items = a.length * blocks;
+  const std::int64_t oc = a.outChannels, k = a.k, width = oc * k;
+  // A tensor's memory (the host cache's: no page faults, no zeroing, in a loop)
+  Tensor colsTensor = Tensor::empty({a.n, width});
+  float* cols = colsTensor.data<float>();
+  gemm::gemmStoreHost({DType::F32, a.n, width, a.c, a.x, a.c, a.w, 1, width, gemm::Epilogue{}, cols, DType::F32, width});
 #pragma omp parallel for schedule(static)
-  for (std::int64_t item = 0; item < items; ++item) {
-    const std::int64_t t = item / blocks, o0 = (item % blocks) * 16, lanes = oc - o0;
-    f32x16 acc = convTranspose1dAt<f32x16>(a.x, a.n, c, k, a.stride, a.pad, t, wT.data() + o0, oc, c * oc, lanes);
-    if (a.bias) acc = acc + exact::load16(a.bias + o0, lanes);
-    exact::store16(a.out + t * oc + o0, acc, lanes);
+  for (std::int64_t t = 0; t < a.length; ++t) {
+    constexpr std::int64_t kMaxTerms = 64;
+    const float* terms[kMaxTerms];  // cols + (i, j) of each tap output t adds, in j order (col2im1dAt's rule)
+    std::int64_t count = 0;
+    for (std::int64_t j = 0; j < k && count < kMaxTerms; ++j) {
+      const std::int64_t ti = t + a.pad - j;
+      if (ti < 0) break;
+      if (ti % a.stride != 0 || ti / a.stride >= a.n) continue;
+      terms[count++] = cols + (ti / a.stride) * width + j;
+    }
+    for (std::int64_t o = 0; o < oc; ++o) {
+      float acc;
+      if (count < kMaxTerms) {
+        acc = 0.0f;
+        for (std::int64_t e = 0; e < count; ++e) acc = acc + terms[e][o * k];
+      } else {  // more taps than terms holds: col2im1dAt itself
+        acc = col2im1dAt(cols, a.n, oc, k, a.stride, a.pad, t, o);
+      }
+      if (a.bias) acc = acc + a.bias[o];
+      a.out[t * oc + o] = acc;
+    }
   }
 }
 
