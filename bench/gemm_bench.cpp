@@ -109,6 +109,13 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
+/// GIZML_BENCH_OPENBLAS_KEEP_THREADS=1: OpenBLAS's threads are not ended after each paired call
+/// (then they spin into the next gizml call; ending them costs OpenBLAS a thread start a call).
+bool keepOpenBlasThreads() {
+  static const bool keep = std::getenv("GIZML_BENCH_OPENBLAS_KEEP_THREADS") != nullptr;
+  return keep;
+}
+
 /// Times gizml() and openblas() alternately, once each an iteration; counters: the median ratio,
 /// its quartiles, and each side's median GFLOP/s.
 template <class G, class O>
@@ -123,7 +130,7 @@ void paired(benchmark::State& state, double flops, G gizmlCall, O openblasCall) 
     const double t1 = seconds();
     openblasCall();
     const double t2 = seconds();
-    blas_thread_shutdown_();  // its spinning threads would take a core from the next gizml call
+    if (!keepOpenBlasThreads()) blas_thread_shutdown_();  // its spinning threads would take a core from the next gizml call
     state.SetIterationTime(t2 - t0);
     tg.push_back(t1 - t0);
     to.push_back(t2 - t1);
