@@ -56,6 +56,26 @@ TEST(LazyMatmul, AccuracyAgainstFloat64) {
 
 // ---- the epilogue ---------------------------------------------------------------------------------------
 
+TEST(LazyEpilogue, StoreIntoItsOwnInputs) {
+  // The host applies the epilogue as the tiles leave the registers, keeping the k blocks' chains
+  // in an F32 output; an output that is also an input (the residual, or an operand) must still
+  // give the values of a fresh output. k spans several k blocks, n several column blocks.
+  const std::int64_t m = 13, n = 700, k = 1100;
+  Tensor a = host(withSpecials(Key{40, 1}, m * k), {m, k}), w = host(randomFloats(Key{40, 2}, n * k, 0.5f), {n, k});
+  Tensor b = host(randomFloats(Key{40, 3}, n), {n}), r = host(randomFloats(Key{40, 4}, m * n), {m, n});
+  forThreadCounts([&] {
+    const auto want = gizml::lazyMatmul(a, w).bias(b).gelu().residual(r).store().toVector<float>();
+    Tensor inPlace = r.clone();
+    gizml::lazyMatmul(a, w).bias(b).gelu().residual(inPlace).storeInto(inPlace);
+    EXPECT_TRUE(sameBits(inPlace.toVector<float>(), want));
+    // out = a (n == k): the product is computed before a is overwritten.
+    Tensor sq = host(withSpecials(Key{40, 5}, m * k), {m, k}), wk = host(randomFloats(Key{40, 6}, k * k, 0.5f), {k, k});
+    const auto wantSq = gizml::lazyMatmul(sq, wk).relu().store().toVector<float>();
+    gizml::lazyMatmul(sq, wk).relu().storeInto(sq);
+    EXPECT_TRUE(sameBits(sq.toVector<float>(), wantSq));
+  });
+}
+
 TEST(LazyEpilogue, ActivationsAgainstFloat64) {
   // Each activation on its own over a range of values: SiLU within 4 ulp of float64, GELU within
   // (4 + 3 |2u|) ulp (the roundings in computing 2u move exp's argument by about |2u| ulp, which

@@ -1,5 +1,5 @@
 // The Lazy products' cases (SPEC §2 Lazy, §3 affine, patchRows, lazyConv, lazyConv3): shapes
-// around the host's 6 x 64 register block and 256-step k blocks and the GPU's 64 x 64 tiles, k = 0,
+// around the host's 6 x 64 register block and 256- to 512-step k blocks and the GPU's 64 x 64 tiles, k = 0,
 // m over many tiles, every epilogue step and output dtype, and the BF16 / F16 matrix-core paths.
 #include "reference/lazy_reference.hpp"
 #include "registry/registry.hpp"
@@ -282,6 +282,9 @@ std::vector<Case> gemmCases() {
   for (const auto& [name, chain] : chains) cases.push_back(epilogueCase({7, 37, 19}, name, chain));
   for (const GemmShape& s : {GemmShape{1, 1, 0}, GemmShape{65, 63, 129}, GemmShape{300, 70, 40}})
     cases.push_back(epilogueCase(s, "bias gelu", {Op::Bias, Op::Gelu}));
+  // Several k blocks and column blocks of the host's blocking: the chains between k blocks wait
+  // in the F32 output, or in a thread's own block for a 16-bit one.
+  cases.push_back(epilogueCase({29, 530, 1100}, "bias gelu residual", {Op::Bias, Op::Gelu, Op::Residual}));
   for (const GemmShape& s :
        {GemmShape{64, 64, 64}, GemmShape{100, 70, 333}, GemmShape{1, 8, 16}, GemmShape{256, 256, 512}})
     for (DType compute : {DType::BF16, DType::F16}) cases.push_back(roundedComputeCase(s, compute));

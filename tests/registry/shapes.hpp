@@ -66,6 +66,8 @@ inline const Conv1dShape kConv1dShapes[] = {
     {{10, 3, 3, 1, 2, 2}, 17, false}, {{16, 2, 2, 2, 1, 3}, 33, true}, {{13, 5, 2, 3, 0, 1}, 15, true},
     {{4, 3, 6, 1, 1, 1}, 2, true},    {{5, 2, 3, 1, 2, 2}, 31, false}, {{40, 17, 4, 1, 1, 1}, 48, true},
     {{512, 64, 5, 1, 2, 1}, 96, true, true},
+    // c k = 1250 taps: several of the host GEMM's k blocks, a block starting inside a channel
+    {{60, 250, 5, 2, 3, 2}, 40, true},
 };
 
 /// convTranspose1d: x [n, c], w [c, o, k].

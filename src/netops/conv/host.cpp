@@ -1,6 +1,7 @@
 // The convolution helpers: argument checks, dispatch by device, and the host path (OpenMP over
-// output rows; conv1d and convTranspose1d run 16 output channels side by side, each lane its own
-// chain). The host path equals tests/reference/conv_reference.cpp bit for bit.
+// output rows; conv1d is the exact GEMM of netops/gemm with its patch rows made as the A panels
+// fill; convTranspose1d's cols are that GEMM's product, then col2im1d). The host path equals
+// tests/reference/conv_reference.cpp bit for bit.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "exact/vec16.hpp"
 #include "gizml/netops/conv.hpp"
 #include "netops/conv/conv.hpp"
+#include "netops/gemm/gemm.hpp"
 
 namespace gizml::netops {
 
@@ -65,39 +67,90 @@ void Col2im1d::host(const Args& a) {
       a.out[o * a.c + ch] = col2im1dAt(a.cols, a.rows, a.c, a.k, a.stride, a.pad, o, ch);
 }
 
-/// Weights transposed to [c k, o] so that 16 output channels load as one vector; threads split
-/// (output row, block of 16 channels) pairs.
-void Conv1d::host(const Args& a) {
+/// conv1d on the host is the exact GEMM (netops/gemm): out [ot, o] = the chain over ch k + j of
+/// the patch rows (im2col1d's, made as the GEMM's A panels are filled, never stored) times
+/// w [o, c k], then + bias in the GEMM's store. The same chain as conv1dChain, so the same bits.
+static void conv1dPatchRows(const void* ctx, std::int64_t row0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
+                            float* dst) {
+  const auto& a = *static_cast<const Conv1d::Args*>(ctx);
   const Geometry1d& g = a.g;
-  const std::int64_t oc = a.outChannels, taps = g.c * g.k;
-  std::vector<float> wT(static_cast<std::size_t>(taps * oc));
-  for (std::int64_t o = 0; o < oc; ++o)
-    for (std::int64_t idx = 0; idx < taps; ++idx) wT[idx * oc + o] = a.w[o * taps + idx];
-  const std::int64_t blocks = (oc + 15) / 16, items = a.ot * blocks;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t item = 0; item < items; ++item) {
-    const std::int64_t r = item / blocks, o0 = (item % blocks) * 16, lanes = oc - o0;
-    f32x16 acc = conv1dChain<f32x16>(a.x, g, r * g.stride - g.pad, wT.data() + o0, g.k * oc, oc, lanes);
-    if (a.bias) acc = acc + exact::load16(a.bias + o0, lanes);
-    exact::store16(a.out + r * oc + o0, acc, lanes);
+  constexpr std::int64_t kMaxTaps = 16;
+  const float* tap[kMaxTaps];  // x's row under each tap of the window (null: padding)
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t start = (row0 + i) * g.stride - g.pad;
+    float* d = dst + i * kc;
+    if (g.k > kMaxTaps) {
+      for (std::int64_t p = 0; p < kc; ++p) d[p] = im2col1dValue(a.x, g, row0 + i, (p0 + p) / g.k, (p0 + p) % g.k);
+      continue;
+    }
+    for (std::int64_t j = 0; j < g.k; ++j) {
+      const std::int64_t pos = start + j * g.dilation;
+      tap[j] = pos >= 0 && pos < g.t ? a.x + pos * g.c : nullptr;
+    }
+    // steps p0 .. p0 + kc are (ch, j) = (p / k, p % k): a partial first channel, whole ones (a tap
+    // at a time: x's row is contiguous in ch), a partial last one
+    std::int64_t p = 0, ch = p0 / g.k;
+    for (std::int64_t j = p0 % g.k; j > 0 && j < g.k && p < kc; ++j, ++p) d[p] = tap[j] ? tap[j][ch] : 0.0f;
+    if (p > 0) ++ch;
+    const std::int64_t whole = (kc - p) / g.k;
+    for (std::int64_t j = 0; j < g.k; ++j) {
+      float* dj = d + p + j;
+      if (tap[j]) {
+        const float* src = tap[j] + ch;
+        for (std::int64_t w = 0; w < whole; ++w) dj[w * g.k] = src[w];
+      } else {
+        for (std::int64_t w = 0; w < whole; ++w) dj[w * g.k] = 0.0f;
+      }
+    }
+    p += whole * g.k;
+    ch += whole;
+    for (std::int64_t j = 0; p < kc; ++j, ++p) d[p] = tap[j] ? tap[j][ch] : 0.0f;
   }
 }
 
-/// Weights transposed to [k, c, o]; threads split (output position, block of 16 channels) pairs.
-/// Each cols entry feeds exactly one output, so it is computed there.
+void Conv1d::host(const Args& a) {
+  if (a.ot == 0 || a.outChannels == 0) return;
+  const Geometry1d& g = a.g;
+  gemm::GemmStore s{DType::F32, a.ot, a.outChannels, g.c * g.k, nullptr, 0, a.w, g.c * g.k, 1, gemm::Epilogue{},
+                    a.out, DType::F32, a.outChannels};
+  if (a.bias) s.e.steps[s.e.count++] = {Lazy::Op::Bias, 0.0f, a.bias};
+  s.packA = conv1dPatchRows;
+  s.packACtx = &a;
+  gemm::gemmStoreHost(s);
+}
+
+/// convTranspose1d on the host, as the SPEC defines it: cols [n, o k] = x [n, c] times w as
+/// [c, o k] by the exact GEMM (each entry the chain over ch), then each output is +0 plus its
+/// cols in j order (col2im1d's sums; the taps an output adds are found once for all its
+/// channels), then + bias. The same chains and sums as convTranspose1dAt, so the same bits.
 void ConvTranspose1d::host(const Args& a) {
-  const std::int64_t oc = a.outChannels, c = a.c, k = a.k;
-  std::vector<float> wT(static_cast<std::size_t>(k * c * oc));
-  for (std::int64_t ch = 0; ch < c; ++ch)
-    for (std::int64_t o = 0; o < oc; ++o)
-      for (std::int64_t j = 0; j < k; ++j) wT[(j * c + ch) * oc + o] = a.w[(ch * oc + o) * k + j];
-  const std::int64_t blocks = (oc + 15) / 16, items = a.length * blocks;
+  const std::int64_t oc = a.outChannels, k = a.k, width = oc * k;
+  // A tensor's memory (the host cache's: no page faults, no zeroing, in a loop)
+  Tensor colsTensor = Tensor::empty({a.n, width});
+  float* cols = colsTensor.data<float>();
+  gemm::gemmStoreHost({DType::F32, a.n, width, a.c, a.x, a.c, a.w, 1, width, gemm::Epilogue{}, cols, DType::F32, width});
 #pragma omp parallel for schedule(static)
-  for (std::int64_t item = 0; item < items; ++item) {
-    const std::int64_t t = item / blocks, o0 = (item % blocks) * 16, lanes = oc - o0;
-    f32x16 acc = convTranspose1dAt<f32x16>(a.x, a.n, c, k, a.stride, a.pad, t, wT.data() + o0, oc, c * oc, lanes);
-    if (a.bias) acc = acc + exact::load16(a.bias + o0, lanes);
-    exact::store16(a.out + t * oc + o0, acc, lanes);
+  for (std::int64_t t = 0; t < a.length; ++t) {
+    constexpr std::int64_t kMaxTerms = 64;
+    const float* terms[kMaxTerms];  // cols + (i, j) of each tap output t adds, in j order (col2im1dAt's rule)
+    std::int64_t count = 0;
+    for (std::int64_t j = 0; j < k && count < kMaxTerms; ++j) {
+      const std::int64_t ti = t + a.pad - j;
+      if (ti < 0) break;
+      if (ti % a.stride != 0 || ti / a.stride >= a.n) continue;
+      terms[count++] = cols + (ti / a.stride) * width + j;
+    }
+    for (std::int64_t o = 0; o < oc; ++o) {
+      float acc;
+      if (count < kMaxTerms) {
+        acc = 0.0f;
+        for (std::int64_t e = 0; e < count; ++e) acc = acc + terms[e][o * k];
+      } else {  // more taps than terms holds: col2im1dAt itself
+        acc = col2im1dAt(cols, a.n, oc, k, a.stride, a.pad, t, o);
+      }
+      if (a.bias) acc = acc + a.bias[o];
+      a.out[t * oc + o] = acc;
+    }
   }
 }
 

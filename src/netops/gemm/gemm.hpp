@@ -92,6 +92,49 @@ struct Gemm {
   static void cuda(const Gpu& g, const Args& a);
 };
 
+/// The host's product with its epilogue in the store: out [m, n] (row stride ldo, outDType F32,
+/// BF16 or F16) = the epilogue of the chain over k of a [m, k] (row stride lda) times b (as in
+/// Gemm::Args), each tile of C taken through the epilogue as it leaves the registers after its
+/// last k block. out must not overlap a or b; with an F32 out the k blocks' chains wait in out,
+/// so it must not overlap a residual or bias either (Lazy::storeInto checks, else it computes
+/// the product first).
+struct ImagePatches;
+struct GemmStore {
+  DType compute;
+  std::int64_t m, n, k;
+  const float* a;
+  std::int64_t lda;
+  const float* b;
+  std::int64_t bsN, bsK;
+  Epilogue e;
+  void* out;
+  DType outDType;
+  std::int64_t ldo;
+  /// Set: b is read from an image's patches (a convolution; already rounded as compute asks),
+  /// b and its strides unused.
+  const ImagePatches* patches = nullptr;
+  /// Set: a's rows are made by packA (a is unused): rows [row0, row0 + rows) and steps [p0, p0 +
+  /// kc) written to dst row-major (row stride kc), for operands that are not stored as a matrix
+  /// (conv1d's patch rows). compute must be F32.
+  void (*packA)(const void* ctx, std::int64_t row0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
+                float* dst) = nullptr;
+  const void* packACtx = nullptr;
+};
+/// A convolution's B read straight from the image x [c, h, w] (F32, already rounded as compute
+/// asks) as the B panels are packed: element (pixel, q) is patchValue(...), so no patch matrix
+/// is built.
+struct ImagePatches {
+  const float* x;
+  std::int64_t c, h, w, kh, kw, pad, ow;
+};
+void gemmStoreHost(const GemmStore& g);
+
+/// The epilogue of `count` elements of output row `row` from column col0, their chains at v (F32),
+/// stored to out (row stride ldo) as dtype: 16 lanes a step. The GEMM's store and EpilogueStore
+/// both run it, so the two paths give the same bits.
+void epilogueSegment(const Epilogue& e, const float* v, std::int64_t row, std::int64_t col0, std::int64_t count,
+                     void* out, DType dtype, std::int64_t ldo);
+
 /// out [o, oh ow] = w [o, c kh kw] times the patches of x [c, h, w] (stride 1, pad): on the host
 /// patchRows then the GEMM; on a GPU the product reads the patches from x as it fills its tiles
 /// (implicit GEMM). `xIsBF16`: x holds BF16 bits.
@@ -108,6 +151,10 @@ struct ConvProduct {
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
+
+/// The host's convolution with its epilogue in the store (a.out unused): the patches, then
+/// gemmStoreHost into out [o, oh ow] as outDType. The same conditions on out as GemmStore.
+void convStoreHost(const ConvProduct::Args& a, const Epilogue& e, void* out, DType outDType);
 
 /// out = the epilogue of c [rows, cols], stored as outDType (F32, BF16 or F16).
 struct EpilogueStore {

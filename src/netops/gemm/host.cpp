@@ -1,16 +1,33 @@
-// The host paths of the exact product family. The GEMM (BLIS's way): B is packed into panels of NR columns, A into panels of MR
-// rows, and a register-blocked micro-kernel runs MR x NR accumulators over a block of KC steps.
-// Between k blocks the accumulators are stored to C and loaded again, which is exact, so every
-// element of C is one fma chain over k = 0, 1, ..., k - 1 (SPEC §1.3 `chain`). Threads split the
-// columns of a block of C; k is never split.
+// The host paths of the exact product family. The GEMM (BLIS's way, with the roles of the caches
+// chosen for this register block): each thread packs its own block of B (kc steps x nc columns,
+// half of its L2, sized from the caches read at run time) into panels of NR columns; the
+// micro-kernel runs MR x NR accumulators over kc steps, reading A's MR rows in place (their kc
+// values stay in L1 while the block's B panels stream from L2). Between k blocks the accumulators
+// are stored and loaded again, which is exact, so every element of C is one fma chain over
+// k = 0, 1, ..., k - 1 (SPEC §1.3 `chain`). Threads split the columns (and the rows, when there
+// are few column blocks) of C into items, each computed by one thread over all of k; k is never
+// split, and the threads meet only at the end. The epilogue (bias, scale, activations, residual,
+// output dtype) is applied as a tile leaves the registers after its last k block: no F32 product
+// is stored and read again.
+//
+// Where the earlier kernel lost its time (an AMD EPYC Zen 3 VM, 2 vCPUs shared with other work,
+// AVX2): the threads shared each packed block and met at two barriers for every block of 240
+// rows x 256 steps (about 150 barriers for a 2048^3 product); where a thread is descheduled a
+// barrier costs milliseconds (measured: the same blocking with a barrier a block ran at 8-20
+// GFLOP/s against 65-150 without); B (w [n, k]) was packed by scalar strided reads, A likewise;
+// its shared B block (256 x 2048 floats, 2 MiB) was 4 times this machine's L2; and the epilogue
+// was a second pass over an F32 product.
 #include <immintrin.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/host_memory.hpp"
+#include "exact/row16.hpp"
 #include "exact/vec16.hpp"
 #include "netops/gemm/gemm.hpp"
 
@@ -20,8 +37,8 @@ namespace {
 
 // The micro-kernel works on the machine's own vectors: a chain is per element, so the vector
 // width never changes a bit. AVX-512 has 32 registers of 16 floats: 6 x 4 accumulators + 4 of B
-// + 1 broadcast (measured faster here than 14 x 2: fewer loads a step). AVX2 has 16 registers of
-// 8 floats: 6 x 2 accumulators + 2 of B + 1 broadcast.
+// (the broadcasts of A are memory operands of the FMAs). AVX2 has 16 registers of 8 floats:
+// 6 x 2 accumulators + 2 of B + 1 broadcast.
 #if defined(__AVX512F__)
 using Vec = float __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
@@ -49,44 +66,133 @@ inline Vec fmaVec(Vec a, Vec b, Vec c) {
 inline Vec broadcastVec(float v) { return Vec{v, v, v, v}; }
 #endif
 constexpr int NR = kLanes * NRV;
-constexpr std::int64_t KC = 256;       // k steps a block (128 and 192 measured slower here)
-constexpr std::int64_t MC = MR * 40;   // rows of A packed at a time (L2)
-constexpr std::int64_t NC = 2048;      // columns of B packed at a time (shared by the threads)
+constexpr std::int64_t kMaxKC = 1024;  // k steps a block at most (A's MR rows x kc take half of L1)
+constexpr std::int64_t kAlign = 64;
 
-/// The micro-kernel: c[MR x NR] (row stride ldc) = its chain continued over kc steps of the
-/// packed a (kc x MR, step-major) and b (kc x NR). `load`: continue from c; else start from +0.
-inline void microKernel(std::int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c,
-                        std::int64_t ldc, bool load) {
+std::int64_t roundUp(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+
+/// The data caches of the machine this runs on, read once (sysconf; glibc reads them from CPUID),
+/// with modest defaults where the system does not say. The blocks are sized from them, so one
+/// build suits machines with other caches.
+struct Caches {
+  std::int64_t l1, l2, l3;
+};
+const Caches& caches() {
+  static const Caches c = [] {
+    auto read = [](int name, std::int64_t fallback) {
+      const long v = sysconf(name);
+      return v > 0 ? static_cast<std::int64_t>(v) : fallback;
+    };
+    return Caches{read(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), read(_SC_LEVEL2_CACHE_SIZE, 1 << 20),
+                  read(_SC_LEVEL3_CACHE_SIZE, 8 << 20)};
+  }();
+  return c;
+}
+
+/// The block sizes of one product: kc steps a k block (A's MR rows x kc in half of L1; balanced,
+/// so no block is a sliver), nc columns of each thread's packed B block (kc x nc in half of its
+/// L2), and mc rows at most in one thread's item (bounding a 16-bit output's F32 block).
+struct Blocking {
+  std::int64_t kc, nc, mc;
+};
+Blocking blockingFor(std::int64_t k, std::int64_t n, bool costlyA) {
+  const Caches& cs = caches();
+  std::int64_t kcMax = std::clamp<std::int64_t>(cs.l1 / 2 / (MR * 4) / 16 * 16, 64, kMaxKC);
+  // Rows of A that are made, not read (conv1d's patches), are made once a k block when one B
+  // block holds all n columns: shorter k blocks, if that is what fits half of L2.
+  const std::int64_t kcAllColumns = cs.l2 / 2 / (roundUp(n, NR) * 4) / 16 * 16;
+  if (costlyA && kcAllColumns >= 128) kcMax = std::min(kcMax, kcAllColumns);
+  const std::int64_t blocks = (k + kcMax - 1) / kcMax;
+  const std::int64_t kc = roundUp((k + blocks - 1) / blocks, 4);
+  const std::int64_t nc = std::max<std::int64_t>(NR, cs.l2 / 2 / (kc * 4) / NR * NR);
+  return {kc, nc, 170 * MR};
+}
+
+/// The micro-kernel: the MR x NR chains continued over kc steps of a (MR rows, row stride lda,
+/// read in place: each row's kc values stay in L1 while the block's B panels pass) and the packed
+/// b (kc x NR, 64-byte aligned). `load`: continue from cin (row stride ldi); else start from +0.
+/// The chains are stored to cout (row stride ldo).
+inline void microKernel(std::int64_t kc, const float* __restrict ap, std::int64_t lda, const float* __restrict bp,
+                        const float* cin, std::int64_t ldi, float* cout, std::int64_t ldo, bool load) {
   Vec acc[MR][NRV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NRV; ++v) {
-      if (load) std::memcpy(&acc[i][v], c + i * ldc + kLanes * v, sizeof(Vec));
+      if (load) std::memcpy(&acc[i][v], cin + i * ldi + kLanes * v, sizeof(Vec));
       else acc[i][v] = Vec{};
     }
+  const float* __restrict row[MR];
+  for (int i = 0; i < MR; ++i) row[i] = ap + i * lda;
 #pragma GCC unroll 4
   for (std::int64_t p = 0; p < kc; ++p) {
-    __builtin_prefetch(bp + (p + 8) * NR);
-    __builtin_prefetch(ap + (p + 8) * MR);
     Vec b[NRV];
-    for (int v = 0; v < NRV; ++v) std::memcpy(&b[v], bp + p * NR + kLanes * v, sizeof(Vec));
+    for (int v = 0; v < NRV; ++v) b[v] = *reinterpret_cast<const Vec*>(bp + p * NR + kLanes * v);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const Vec ai = broadcastVec(ap[p * MR + i]);
+      const Vec ai = broadcastVec(row[i][p]);
       for (int v = 0; v < NRV; ++v) acc[i][v] = fmaVec(ai, b[v], acc[i][v]);
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NRV; ++v) std::memcpy(c + i * ldc + kLanes * v, &acc[i][v], sizeof(Vec));
+    for (int v = 0; v < NRV; ++v) std::memcpy(cout + i * ldo + kLanes * v, &acc[i][v], sizeof(Vec));
 }
 
-/// An edge tile (fewer than MR rows or NR columns): run the kernel on a full local tile.
-void edgeKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool load,
-                std::int64_t rows, std::int64_t cols) {
-  alignas(64) float tile[MR * NR] = {};
-  if (load)
-    for (std::int64_t i = 0; i < rows; ++i) std::memcpy(tile + i * NR, c + i * ldc, sizeof(float) * cols);
-  microKernel(kc, ap, bp, tile, NR, load);
-  for (std::int64_t i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * NR, sizeof(float) * cols);
+#if defined(__AVX__)
+/// r[i][j] becomes r[j][i]: moves only, so every bit (NaN payloads, -0) is kept.
+inline void transpose8x8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    u[h + 0] = _mm256_shuffle_ps(t[h + 0], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 1] = _mm256_shuffle_ps(t[h + 0], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+#endif
+
+/// packB's panels read from an image's patches (see ImagePatches): for each step q = (ch, i, j),
+/// a panel's NR pixels in one output row are NR consecutive values of the image's row
+/// oy + i - pad from ox + j - pad (zero outside it); a panel that crosses output rows takes them
+/// one at a time. The values are the image's, so the chains are those of the patch matrix.
+void packPatches(const ImagePatches& ip, std::int64_t n, std::int64_t j0, std::int64_t nc, std::int64_t p0,
+                 std::int64_t kc, float* out) {
+  const std::int64_t panels = (nc + NR - 1) / NR, taps = ip.kh * ip.kw;
+  std::int64_t ch = p0 / taps, i = (p0 / ip.kw) % ip.kh, j = p0 % ip.kw;  // step p0, then counted on
+  for (std::int64_t p = 0; p < kc; ++p) {
+    for (std::int64_t q = 0; q < panels; ++q) {
+      float* d = out + q * kc * NR + p * NR;
+      const std::int64_t jq = j0 + q * NR, cols = std::min<std::int64_t>(NR, n - jq);
+      const std::int64_t oy = jq / ip.ow, ox = jq % ip.ow;
+      if (cols == NR && ox + NR <= ip.ow) {
+        const std::int64_t y = oy + i - ip.pad, x0 = ox + j - ip.pad;
+        if (y < 0 || y >= ip.h) {
+          std::fill(d, d + NR, 0.0f);
+        } else if (x0 >= 0 && x0 + NR <= ip.w) {
+          std::memcpy(d, ip.x + (ch * ip.h + y) * ip.w + x0, sizeof(float) * NR);
+        } else {
+          const float* src = ip.x + (ch * ip.h + y) * ip.w;
+          for (std::int64_t l = 0; l < NR; ++l) d[l] = x0 + l >= 0 && x0 + l < ip.w ? src[x0 + l] : 0.0f;
+        }
+        continue;
+      }
+      for (std::int64_t l = 0; l < NR; ++l)
+        d[l] = l < cols ? patchValue(F32Image{ip.x}, ip.h, ip.w, ip.kh, ip.kw, ip.pad, ip.ow, jq + l, p0 + p) : 0.0f;
+    }
+    if (++j == ip.kw) {
+      j = 0;
+      if (++i == ip.kh) {
+        i = 0;
+        ++ch;
+      }
+    }
+  }
 }
 
 /// Packs b's columns [j0, j0 + nc) and steps [p0, p0 + kc) into panels of NR columns, each kc x NR
@@ -94,7 +200,6 @@ void edgeKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std
 void packB(const float* b, std::int64_t bsN, std::int64_t bsK, std::int64_t n, std::int64_t j0, std::int64_t nc,
            std::int64_t p0, std::int64_t kc, float* out) {
   const std::int64_t panels = (nc + NR - 1) / NR;
-#pragma omp for schedule(static)
   for (std::int64_t q = 0; q < panels; ++q) {
     float* dst = out + q * kc * NR;
     const std::int64_t jq = j0 + q * NR;
@@ -103,77 +208,140 @@ void packB(const float* b, std::int64_t bsN, std::int64_t bsK, std::int64_t n, s
       for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * NR, b + jq + (p0 + p) * bsK, sizeof(float) * NR);
       continue;
     }
+    if (bsK == 1) {  // b's steps contiguous (w [n, k]): 8 columns x 8 steps at a time,
+                     // transposed in registers (a scalar copy cost ~6 cycles an element here)
+      for (std::int64_t pb = 0; pb < kc; pb += 8) {
+        const std::int64_t steps = std::min<std::int64_t>(8, kc - pb);
+        for (std::int64_t j = 0; j < NR; j += 8) {
+          float* d = dst + pb * NR + j;
+#if defined(__AVX__)
+          if (steps == 8 && j + 8 <= cols) {
+            __m256 r[8];
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(b + (jq + j + i) * bsN + p0 + pb);
+            transpose8x8(r);
+            for (int i = 0; i < 8; ++i) _mm256_store_ps(d + i * NR, r[i]);
+            continue;
+          }
+#endif
+          for (std::int64_t jj = 0; jj < 8; ++jj)
+            for (std::int64_t p = 0; p < steps; ++p)
+              d[p * NR + jj] = j + jj < cols ? b[(jq + j + jj) * bsN + p0 + pb + p] : 0.0f;
+        }
+      }
+      continue;
+    }
     for (std::int64_t p = 0; p < kc; ++p)
       for (std::int64_t j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? b[(jq + j) * bsN + (p0 + p) * bsK] : 0.0f;
   }
 }
 
-/// Packs a's rows [i0, i0 + mc) and steps [p0, p0 + kc) into panels of MR rows, kc x MR step-major.
-void packA(const float* a, std::int64_t lda, std::int64_t m, std::int64_t i0, std::int64_t mc, std::int64_t p0,
-           std::int64_t kc, float* out) {
-  for (std::int64_t q = 0; q * MR < mc; ++q) {
-    float* dst = out + q * kc * MR;
-    for (std::int64_t i = 0; i < MR; ++i) {
-      const std::int64_t row = i0 + q * MR + i;
-      if (row < m) {
-        const float* src = a + row * lda + p0;
-        for (std::int64_t p = 0; p < kc; ++p) dst[p * MR + i] = src[p];
+/// 64-byte aligned scratch from the host cache (core/host_memory): a product in a loop reuses
+/// pages already mapped.
+struct Scratch {
+  float* p = nullptr;
+  std::size_t bytes = 0;
+  explicit Scratch(std::int64_t floats) : bytes(static_cast<std::size_t>(roundUp(std::max<std::int64_t>(floats, 1) * 4, kAlign))) {
+    p = static_cast<float*>(detail::hostAllocate(bytes));
+  }
+  ~Scratch() { detail::hostRelease(p, bytes); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+/// Where a product goes: the epilogue, the output and its dtype.
+struct Target {
+  const Epilogue* e;
+  void* out;
+  DType dtype;
+  std::int64_t ldo;
+  bool plain() const { return e->count == 0 && dtype == DType::F32; }
+};
+
+/// x[i] = epilogueStep(op, x[i], operand[i], value) for the R rows, with op a constant in each
+/// case: one formula (epilogueStep's), and the rows' chains independent, so an activation's
+/// latency is hidden behind the other rows'.
+template <int R>
+inline __attribute__((always_inline)) void stepRows(Op op, exact::f32x16 (&x)[R], const exact::f32x16 (&operand)[R],
+                                                    float value) {
+  switch (op) {
+#define GIZML_STEP_ROWS(o) \
+  case o:                  \
+    for (int i = 0; i < R; ++i) x[i] = epilogueStep(o, x[i], operand[i], value); \
+    break;
+    GIZML_STEP_ROWS(Op::Bias)
+    GIZML_STEP_ROWS(Op::Residual)
+    GIZML_STEP_ROWS(Op::Scale)
+    GIZML_STEP_ROWS(Op::Silu)
+    GIZML_STEP_ROWS(Op::Gelu)
+    GIZML_STEP_ROWS(Op::Relu)
+#undef GIZML_STEP_ROWS
+  }
+}
+
+/// The epilogue of `count` elements of `rows` (<= R) output rows from (row0, col0), their chains
+/// at v (row stride ldv), stored to out (row stride ldo) as dtype: 16 lanes of R rows a step.
+template <int R>
+void epilogueRows(const Epilogue& e, const float* v, std::int64_t ldv, std::int64_t rows, std::int64_t row0,
+                  std::int64_t col0, std::int64_t count, void* out, DType dtype, std::int64_t ldo) {
+  using exact::f32x16;
+  for (std::int64_t j = 0; j < count; j += 16) {
+    const std::int64_t left = count - j, col = col0 + j;
+    f32x16 x[R];
+    for (int i = 0; i < R; ++i) x[i] = i < rows ? exact::load16(v + i * ldv + j, left) : f32x16{};
+    for (int s = 0; s < e.count; ++s) {
+      const EpilogueStepData& st = e.steps[s];
+      f32x16 operand[R] = {};
+      for (int i = 0; i < R && i < rows; ++i) {
+        const std::int64_t row = row0 + i;
+        if (st.op == Op::Bias) operand[i] = e.biasPerRow ? exact::splat(st.data[row]) : exact::load16(st.data + col, left);
+        else if (st.op == Op::Residual) operand[i] = exact::load16(st.data + row * ldo + col, left);
+      }
+      stepRows<R>(st.op, x, operand, st.value);
+    }
+    for (int i = 0; i < R && i < rows; ++i) {
+      const std::int64_t at = (row0 + i) * ldo + col;
+      if (dtype == DType::F32) {
+        exact::store16(static_cast<float*>(out) + at, x[i], left);
       } else {
-        for (std::int64_t p = 0; p < kc; ++p) dst[p * MR + i] = 0.0f;
+        auto* h = static_cast<std::uint16_t*>(out) + at;
+        if (dtype == DType::BF16 && left >= 16) {
+          exact::storeBF16x16(h, x[i]);
+        } else {
+          float lanes[16];
+          std::memcpy(lanes, &x[i], sizeof lanes);
+          for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = toHalfBits(lanes[l], dtype == DType::BF16);
+        }
       }
     }
   }
 }
 
-/// C [m, n] = the exact chain over k (see Gemm in gemm.hpp), F32 operands.
-void gemmHost(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
-              std::int64_t bsN, std::int64_t bsK, float* c, std::int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // the empty chain is +0
-    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+/// One tile of C: the chains over the block [kc) of its MR x NR elements (rows x cols of them
+/// real), continued from `inter` (row stride ldi) unless this is the first block; stored to
+/// inter, or, after the last block, through the epilogue to the output at (row0, col0).
+void tile(std::int64_t kc, const float* ap, std::int64_t lda, const float* bp, bool first, bool last, std::int64_t rows,
+          std::int64_t cols, float* inter, std::int64_t ldi, const Target& t, std::int64_t row0, std::int64_t col0) {
+  const bool full = rows == MR && cols == NR;
+  if (full && (!last || t.plain())) {
+    // inter is the output itself when the result is plain F32
+    microKernel(kc, ap, lda, bp, inter, ldi, inter, ldi, !first);
     return;
   }
-  const std::int64_t ncMax = std::min(NC, (n + NR - 1) / NR * NR);
-  const std::int64_t kcMax = std::min(KC, k);
-  const std::int64_t mcMax = std::min(MC, (m + MR - 1) / MR * MR);
-  std::vector<float> bPacked(static_cast<std::size_t>(ncMax * kcMax));
-  std::vector<float> aPacked(static_cast<std::size_t>(mcMax * kcMax));
-
-  // The threads share each packed block of A and of B and split the block's column tiles: on a
-  // core whose two hardware threads share the caches, one copy of each block serves both.
-#pragma omp parallel
-  for (std::int64_t j0 = 0; j0 < n; j0 += NC) {
-    const std::int64_t nc = std::min(NC, n - j0);
-    const std::int64_t colTiles = (nc + NR - 1) / NR;
-    for (std::int64_t p0 = 0; p0 < k; p0 += KC) {
-      const std::int64_t kc = std::min(KC, k - p0);
-      const bool load = p0 > 0;  // the first block starts the chain from +0
-      packB(b, bsN, bsK, n, j0, nc, p0, kc, bPacked.data());  // omp for: a barrier after
-      for (std::int64_t i0 = 0; i0 < m; i0 += MC) {
-        const std::int64_t mc = std::min(MC, m - i0);
-        const std::int64_t rowPanels = (mc + MR - 1) / MR;
-#pragma omp for schedule(static)
-        for (std::int64_t q = 0; q < rowPanels; ++q)
-          packA(a, lda, m, i0 + q * MR, MR, p0, kc, aPacked.data() + q * kc * MR);
-#pragma omp for schedule(static)
-        for (std::int64_t tile = 0; tile < colTiles; ++tile) {
-          const std::int64_t jr = tile * NR;
-          const float* bp = bPacked.data() + tile * kc * NR;
-          const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
-          for (std::int64_t q = 0; q < rowPanels; ++q) {
-            const float* ap = aPacked.data() + q * kc * MR;
-            float* cTile = c + (i0 + q * MR) * ldc + j0 + jr;
-            const std::int64_t rows = std::min<std::int64_t>(MR, mc - q * MR);
-            if (rows == MR && cols == NR) microKernel(kc, ap, bp, cTile, ldc, load);
-            else edgeKernel(kc, ap, bp, cTile, ldc, load, rows, cols);
-          }
-        }  // omp for: a barrier before A is packed again
-      }
-    }
+  alignas(kAlign) float local[MR * NR];
+  const float* in = inter;
+  std::int64_t ldin = ldi;
+  if (!first && !full) {
+    for (std::int64_t i = 0; i < rows; ++i) std::memcpy(local + i * NR, inter + i * ldi, sizeof(float) * cols);
+    in = local;
+    ldin = NR;
   }
+  microKernel(kc, ap, lda, bp, in, ldin, local, NR, !first);
+  if (!last || t.plain()) {
+    for (std::int64_t i = 0; i < rows; ++i) std::memcpy(inter + i * ldi, local + i * NR, sizeof(float) * cols);
+    return;
+  }
+  epilogueRows<MR>(*t.e, local, NR, rows, row0, col0, cols, t.out, t.dtype, t.ldo);
 }
-
-// ---- the operands, the patches and the epilogue --------------------------------------------------------
 
 /// `count` values at p rounded as `compute` asks, in `keep` (F32 compute: p itself).
 const float* roundedOperand(const float* p, std::int64_t count, DType compute, std::vector<float>& keep) {
@@ -183,6 +351,104 @@ const float* roundedOperand(const float* p, std::int64_t count, DType compute, s
   for (std::int64_t i = 0; i < count; ++i) keep[i] = roundOperand(p[i], compute);
   return keep.data();
 }
+
+}  // namespace
+
+void epilogueSegment(const Epilogue& e, const float* v, std::int64_t row, std::int64_t col0, std::int64_t count,
+                     void* out, DType dtype, std::int64_t ldo) {
+  epilogueRows<1>(e, v, 0, 1, row, col0, count, out, dtype, ldo);
+}
+
+void gemmStoreHost(const GemmStore& g) {
+  const std::int64_t m = g.m, n = g.n, k = g.k;
+  if (m == 0 || n == 0) return;
+  if (g.compute != DType::F32) {  // the operands rounded as compute asks, then the exact chain
+    std::vector<float> keepA, keepB;
+    GemmStore r = g;
+    r.compute = DType::F32;
+    r.a = g.packA ? g.a : roundedOperand(g.a, (m - 1) * g.lda + k, g.compute, keepA);
+    r.b = k == 0 || g.patches ? g.b : roundedOperand(g.b, (n - 1) * g.bsN + (k - 1) * g.bsK + 1, g.compute, keepB);
+    gemmStoreHost(r);
+    return;
+  }
+  const Target target{&g.e, g.out, g.outDType, g.ldo};
+  if (k == 0) {  // the empty chain is +0, then the epilogue
+    std::vector<float> zeros(static_cast<std::size_t>(n), 0.0f);
+    for (std::int64_t i = 0; i < m; ++i) epilogueSegment(g.e, zeros.data(), i, 0, n, g.out, g.outDType, g.ldo);
+    return;
+  }
+  const Blocking bl = blockingFor(k, n, g.packA != nullptr);
+  // The k blocks' chains wait in the output when it is F32; a 16-bit output keeps them in a
+  // thread's own F32 block (the item's rows x nc), only when k takes more than one block.
+  const bool interInOut = g.outDType == DType::F32;
+  const bool oneBlock = k <= bl.kc;
+  const int threads = omp_get_max_threads();
+  // Each item is a block of nc columns and a share of the rows (at most mc of them; more shares
+  // when there are fewer blocks than twice the threads), computed by one thread over all of k:
+  // the threads meet only at the end, a barrier being costly where a thread can be descheduled.
+  const std::int64_t rowPanels = (m + MR - 1) / MR, colBlocks = (n + bl.nc - 1) / bl.nc;
+  const std::int64_t rowParts = std::min<std::int64_t>(
+      rowPanels, std::max((2 * threads + colBlocks - 1) / colBlocks, (m + bl.mc - 1) / bl.mc));
+
+#pragma omp parallel
+  {
+    Scratch bPacked(bl.kc * bl.nc);
+    Scratch inter(interInOut || oneBlock ? 0 : ((rowPanels + rowParts - 1) / rowParts) * MR * bl.nc);
+    alignas(kAlign) float edgeRows[MR * kMaxKC];  // a last panel of fewer than MR rows, zero-padded
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t item = 0; item < colBlocks * rowParts; ++item) {
+      const std::int64_t jb = item / rowParts, part = item % rowParts;
+      const std::int64_t q0 = part * rowPanels / rowParts, q1 = (part + 1) * rowPanels / rowParts;
+      const std::int64_t j0 = jb * bl.nc, nc = std::min(bl.nc, n - j0), colTiles = (nc + NR - 1) / NR;
+      const std::int64_t ldi = interInOut ? g.ldo : bl.nc;
+      for (std::int64_t p0 = 0; p0 < k; p0 += bl.kc) {
+        const std::int64_t kc = std::min(bl.kc, k - p0);
+        const bool first = p0 == 0, last = p0 + kc == k;
+        if (g.patches) packPatches(*g.patches, n, j0, nc, p0, kc, bPacked.p);
+        else packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.p);
+        for (std::int64_t q = q0; q < q1; ++q) {
+          const std::int64_t row0 = q * MR, rows = std::min<std::int64_t>(MR, m - row0);
+          const float* ap = g.a + row0 * g.lda + p0;
+          std::int64_t lda = g.lda;
+          if (g.packA) {  // rows made on the spot, zero past m
+            g.packA(g.packACtx, row0, rows, p0, kc, edgeRows);
+            std::fill(edgeRows + rows * kc, edgeRows + MR * kc, 0.0f);
+            ap = edgeRows;
+            lda = kc;
+          } else if (rows < MR) {
+            for (std::int64_t i = 0; i < MR; ++i)
+              if (i < rows) std::memcpy(edgeRows + i * kc, ap + i * g.lda, sizeof(float) * kc);
+              else std::fill(edgeRows + i * kc, edgeRows + (i + 1) * kc, 0.0f);
+            ap = edgeRows;
+            lda = kc;
+          }
+          float* rowAt = interInOut ? static_cast<float*>(g.out) + row0 * g.ldo + j0 : inter.p + (q - q0) * MR * bl.nc;
+          for (std::int64_t t = 0; t < colTiles; ++t) {
+            const std::int64_t col0 = j0 + t * NR, cols = std::min<std::int64_t>(NR, n - col0);
+            // The next tile's chains (or, in the first block, the lines it will write) are
+            // fetched while this one runs: a tile of C is far from the caches by the time its
+            // next k block comes round.
+            if (t + 1 < colTiles && rows == MR)
+              for (int i = 0; i < MR; ++i)
+                for (int v = 0; v < NR; v += 16) __builtin_prefetch(rowAt + i * ldi + (t + 1) * NR + v, 1);
+            tile(kc, ap, lda, bPacked.p + t * kc * NR, first, last, rows, cols, rowAt + t * NR, ldi, target, row0, col0);
+          }
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+/// C [m, n] = the exact chain over k (see Gemm in gemm.hpp), F32 operands, no epilogue.
+void gemmHost(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
+              std::int64_t bsN, std::int64_t bsK, float* c, std::int64_t ldc) {
+  GemmStore g{DType::F32, m, n, k, a, lda, b, bsN, bsK, Epilogue{}, c, DType::F32, ldc};
+  gemmStoreHost(g);
+}
+
+// ---- the operands, the patches and the epilogue --------------------------------------------------------
 
 /// patchRows into F32 [c kh kw, (r1 - r0) ow]: threads split the patch rows q = (ch, i, j).
 void patchRowsHost(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kh, std::int64_t kw,
@@ -211,17 +477,13 @@ void patchRowsHost(const float* x, std::int64_t c, std::int64_t h, std::int64_t 
 }  // namespace
 
 void Gemm::host(const Args& a) {
-  std::vector<float> keepA, keepB;
-  const std::int64_t aCount = a.m == 0 ? 0 : (a.m - 1) * a.lda + a.k;
-  const std::int64_t bCount = (a.n == 0 || a.k == 0) ? 0 : (a.n - 1) * a.bsN + (a.k - 1) * a.bsK + 1;
-  gemmHost(a.m, a.n, a.k, roundedOperand(a.a, aCount, a.compute, keepA), a.lda,
-           roundedOperand(a.b, bCount, a.compute, keepB), a.bsN, a.bsK, a.c, a.ldc);
+  gemmStoreHost({a.compute, a.m, a.n, a.k, a.a, a.lda, a.b, a.bsN, a.bsK, Epilogue{}, a.c, DType::F32, a.ldc});
 }
 
-void ConvProduct::host(const Args& a) {
+void convStoreHost(const ConvProduct::Args& a, const Epilogue& e, void* out, DType outDType) {
   const std::int64_t q = a.c * a.kh * a.kw, oh = a.h + 2 * a.pad - a.kh + 1, pixels = oh * (a.wd + 2 * a.pad - a.kw + 1);
   const std::int64_t xCount = a.c * a.h * a.wd;
-  std::vector<float> xf, keepW, keepX;
+  std::vector<float> xf, keepX;
   const float* x = static_cast<const float*>(a.x);
   if (a.xIsBF16) {
     xf.resize(static_cast<std::size_t>(xCount));
@@ -229,9 +491,18 @@ void ConvProduct::host(const Args& a) {
     for (std::int64_t i = 0; i < xCount; ++i) xf[i] = image(i);
     x = xf.data();
   }
-  std::vector<float> patches(static_cast<std::size_t>(q * pixels));
-  patchRowsHost(roundedOperand(x, xCount, a.compute, keepX), a.c, a.h, a.wd, a.kh, a.kw, a.pad, 0, oh, patches.data());
-  gemmHost(a.o, pixels, q, roundedOperand(a.w, a.o * q, a.compute, keepW), q, patches.data(), 1, pixels, a.out, pixels);
+  // The patches are packed into the GEMM's B panels straight from x (ImagePatches), never built.
+  const ImagePatches patches{roundedOperand(x, xCount, a.compute, keepX), a.c, a.h, a.wd, a.kh, a.kw, a.pad,
+                             pixels / oh};
+  std::vector<float> keepW;
+  gemmStoreHost({DType::F32, a.o, pixels, q, roundedOperand(a.w, a.o * q, a.compute, keepW), q, nullptr, 0, 0, e, out,
+                 outDType, pixels, &patches});
+}
+
+void ConvProduct::host(const Args& a) {
+  Epilogue none;
+  none.biasPerRow = true;
+  convStoreHost(a, none, a.out, DType::F32);
 }
 
 void PatchRows::host(const Args& a) {
@@ -246,31 +517,10 @@ void PatchRows::host(const Args& a) {
   for (std::int64_t i = 0; i < count(a); ++i) out[i] = exact::floatToBF16(f[i]);
 }
 
-/// The epilogue over 16 lanes a step, OpenMP over rows.
+/// The epilogue over 16 lanes a step (epilogueSegment, as the GEMM's store runs it), OpenMP over rows.
 void EpilogueStore::host(const Args& a) {
-  using exact::f32x16;
-  const Epilogue& e = a.e;
-  const std::int64_t cols = a.cols;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < a.rows; ++r) {
-    for (std::int64_t j = 0; j < cols; j += 16) {
-      const std::int64_t left = cols - j;
-      f32x16 v = exact::load16(a.c + r * cols + j, left);
-      for (int s = 0; s < e.count; ++s) {
-        const EpilogueStepData& st = e.steps[s];
-        f32x16 operand{};
-        if (st.op == Op::Bias) operand = e.biasPerRow ? exact::splat(st.data[r]) : exact::load16(st.data + j, left);
-        else if (st.op == Op::Residual) operand = exact::load16(st.data + r * cols + j, left);
-        v = epilogueStep(st.op, v, operand, st.value);
-      }
-      if (a.outDType == DType::F32) {
-        exact::store16(static_cast<float*>(a.out) + r * cols + j, v, left);
-      } else {
-        auto* h = static_cast<std::uint16_t*>(a.out) + r * cols + j;
-        for (std::int64_t l = 0; l < std::min<std::int64_t>(16, left); ++l) h[l] = toHalfBits(v[l], a.outDType == DType::BF16);
-      }
-    }
-  }
+  for (std::int64_t r = 0; r < a.rows; ++r) epilogueSegment(a.e, a.c + r * a.cols, r, 0, a.cols, a.out, a.outDType, a.cols);
 }
 
 }  // namespace gizml::netops::gemm

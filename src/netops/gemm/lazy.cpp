@@ -176,6 +176,43 @@ void Lazy::storeInto(const Tensor& out) const {
   detail::requireShape(fn, "out", out, shape_);
   if (out.device() != device()) fail(fn, "out", "expected the product's device (" + device().name() + "), got " + out.device().name());
 
+  // The epilogue, as data.
+  gm::Epilogue e;
+  e.biasPerRow = kind_ != Kind::Matmul;
+  for (const Step& s : steps_) e.steps[e.count++] = {s.op, s.value, s.tensor.defined() ? s.tensor.data<float>() : nullptr};
+
+  // On the host the epilogue is applied as each tile of the product leaves the registers
+  // (gemmStoreHost), unless out overlaps an input: then the product is computed first, below.
+  auto overlapsOut = [&](const Tensor& t) {
+    if (!t.defined() || t.bytes() == 0 || out.bytes() == 0) return false;
+    const auto *o0 = static_cast<const char*>(out.raw()), *t0 = static_cast<const char*>(t.raw());
+    return t0 < o0 + out.bytes() && o0 < t0 + t.bytes();
+  };
+  bool fused = device().isHost() && !overlapsOut(a_) && !overlapsOut(b_);
+  for (const Step& s : steps_) fused = fused && !overlapsOut(s.tensor);
+  if (fused && kind_ == Kind::Matmul) {
+    const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(0);
+    gm::gemmStoreHost({compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, e, out.raw(), out_, n});
+    return;
+  }
+  if (fused) {
+    // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches, each
+    // frame with its own residual frame; lazyConv3's frames t .. t + 2 are contiguous: one image
+    // of 3 c channels.
+    const bool conv3 = kind_ == Kind::Conv3;
+    const std::int64_t ch = conv3 ? 3 * b_.dim(1) : b_.dim(0), o = a_.dim(0), cols = shape_.back();
+    const std::size_t frameBytes = dtypeBytes(b_.dtype(), (conv3 ? b_.dim(1) : ch) * b_.dim(-2) * b_.dim(-1));
+    for (std::int64_t t = 0; t < (conv3 ? shape_[0] : 1); ++t) {
+      gm::Epilogue ef = e;
+      for (int s = 0; s < ef.count; ++s)
+        if (ef.steps[s].op == Op::Residual) ef.steps[s].data += t * o * cols;
+      gm::convStoreHost({compute_, a_.data<float>(), static_cast<const char*>(b_.raw()) + t * frameBytes,
+                         b_.dtype() == DType::BF16, o, ch, b_.dim(-2), b_.dim(-1), kh_, kw_, pad_, nullptr},
+                        ef, static_cast<char*>(out.raw()) + dtypeBytes(out_, t * o * cols), out_);
+    }
+    return;
+  }
+
   // The product in F32, as [rows, cols] (conv3: one [o, h w] frame after another).
   const std::int64_t cols = shape_.back();
   const std::int64_t rows = out.numel() / std::max<std::int64_t>(cols, 1);
@@ -201,10 +238,6 @@ void Lazy::storeInto(const Tensor& out) const {
                                          bf16, o, ch, h, wd, kh_, kw_, pad_, c + t * o * pixels});
   }
 
-  // The epilogue, as data.
-  gm::Epilogue e;
-  e.biasPerRow = kind_ != Kind::Matmul;
-  for (const Step& s : steps_) e.steps[e.count++] = {s.op, s.value, s.tensor.defined() ? s.tensor.data<float>() : nullptr};
   if (kind_ != Kind::Conv3 || e.count == 0) {
     detail::run<gm::EpilogueStore>(gpu, {c, rows, cols, e, out.raw(), out_});
     return;
