@@ -114,15 +114,24 @@ std::vector<float> transpose(const std::vector<float>& x, std::int64_t r, std::i
   return out;
 }
 
+namespace {
+double power(double b, std::int64_t e) {
+  double r = 1.0;
+  for (; e > 0; e >>= 1, b = b * b)
+    if (e & 1) r = r * b;
+  return r;
+}
+}  // namespace
+
 void adamW(std::vector<float>& p, const std::vector<float>& g, std::vector<float>& m, std::vector<float>& v, double lr,
            double beta1, double beta2, double eps, double weightDecay, std::int64_t step) {
   const float decay = static_cast<float>(1.0 - lr * weightDecay);
   const float a1 = static_cast<float>(1.0 - beta1);
   const float b2 = static_cast<float>(beta2);
   const float a2 = static_cast<float>(1.0 - beta2);
-  const float c2 = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step))));
+  const float c2 = static_cast<float>(std::sqrt(1.0 - power(beta2, step)));
   const float e = static_cast<float>(eps);
-  const float k = static_cast<float>(-(lr / (1.0 - std::pow(beta1, static_cast<double>(step)))));
+  const float k = static_cast<float>(-(lr / (1.0 - power(beta1, step))));
   for (std::size_t i = 0; i < p.size(); ++i) {
     p[i] = p[i] * decay;
     const float dm = g[i] - m[i];

@@ -69,7 +69,9 @@ struct AdamWConfig {
 /// One AdamW step, in place, elementwise on param, m, v (all of grad's shape), step t >= 1 (the
 /// count including this step). The scalars are computed in f64 from the config and rounded once
 /// to F32: decay = 1 - lr wd, a1 = 1 - beta1, b2 = beta2, a2 = 1 - beta2,
-/// c2 = sqrt(1 - beta2^t), e = eps, k = -(lr / (1 - beta1^t)). Then per element, each operation
+/// c2 = sqrt(1 - beta2^t), e = eps, k = -(lr / (1 - beta1^t)), where beta^t is square-and-multiply
+/// in f64 (r = 1; for each bit of t from the lowest: if set, r = r * b; then b = b * b), not a
+/// libm's pow, so that the same bits come out on every machine. Then per element, each operation
 /// rounded to F32, in this order (the order of PyTorch's single-tensor AdamW: mul_, lerp_, mul_ and
 /// addcmul_, sqrt / bias_correction2_sqrt + eps, addcdiv_):
 ///   p = p * decay

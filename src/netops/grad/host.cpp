@@ -19,10 +19,14 @@ namespace gizml::netops {
 
 namespace grad {
 
+// Below this many elements one thread does an elementwise op: waking the others (passive OpenMP
+// threads sleep) costs more than the work. Elementwise: the split never changes a bit.
+constexpr std::int64_t kParallelFrom = 1 << 15;
+
 void ElementwiseOp::host(const Args& a) {
   // One loop an op, so that each vectorises; the formula is elementwiseValue's.
   auto each = [&](auto f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (a.count >= kParallelFrom)
     for (std::int64_t e = 0; e < a.count; ++e) a.out[e] = f(e);
   };
   const float* x = a.a;
@@ -63,7 +67,7 @@ void SumChannels::host(const Args& a) {
 }
 
 void AdamW::host(const Args& a) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (a.count >= kParallelFrom)
   for (std::int64_t e = 0; e < a.count; ++e) adamWElement(a.s, a.p[e], a.g[e], a.m[e], a.v[e]);
 }
 
@@ -196,7 +200,24 @@ Tensor convWeightGrad(const Tensor& dy, const Tensor& x, std::int64_t kh, std::i
   const std::int64_t q = g.rowWidth(), rows = g.n * g.oh * g.ow, pixels = g.oh * g.ow;
   Tensor dw = Tensor::empty({o, q}, DType::F32, x.device());
   const Gpu gpu = detail::gpuOf(x);
-  // dy as [o, n pixels] (a copy), x's im2col [n pixels, q]; dw = the chain over the n pixels rows.
+  if (q < 64 && q < o) {
+    // Few patch entries (a first layer's): dwᵀ [q, o] = patches [q, n pixels] times dy as
+    // [n pixels, o], then transposed. The same chains over t (fma is symmetric in its factors), a
+    // third of the work of the [o, q] product, whose q columns fill a fraction of a 64-column tile.
+    Tensor patches = Tensor::empty({q, rows}, DType::F32, x.device());
+    Tensor dyT = Tensor::empty({rows, o}, DType::F32, x.device());
+    Tensor dwT = Tensor::empty({q, o}, DType::F32, x.device());
+    if (rows > 0) {
+      detail::run<gm::ConvPatches>(gpu, {x.data<float>(), g, patches.data<float>()});
+      detail::run<gm::Permute3>(gpu, {dy.data<float>(), {g.n, o, pixels}, {0, 2, 1}, dyT.data<float>()});
+    }
+    detail::run<gm::Gemm>(gpu, {DType::F32, q, o, rows, patches.data<float>(), rows, dyT.data<float>(), 1, o,
+                                dwT.data<float>(), o});
+    detail::run<gm::Permute3>(gpu, {dwT.data<float>(), {1, q, o}, {0, 2, 1}, dw.data<float>()});
+    return dw;
+  }
+  // dy as [o, n pixels] and x's im2col [n pixels, q] (copies): dw [o, q] = the chain over the
+  // n pixels positions t in order.
   Tensor dyT = Tensor::empty({o, rows}, DType::F32, x.device());
   Tensor cols = Tensor::empty({rows, q}, DType::F32, x.device());
   if (rows > 0) {
@@ -257,14 +278,24 @@ void adamW(const Tensor& param, const Tensor& grad, const Tensor& m, const Tenso
   if (!(c.weightDecay >= 0.0) || !std::isfinite(c.weightDecay))
     fail(fn, "config.weightDecay", "expected a finite weightDecay >= 0, got " + std::to_string(c.weightDecay));
   if (step < 1) fail(fn, "step", "expected step >= 1 (the count including this step), got " + std::to_string(step));
-  const double t = static_cast<double>(step);
+  // beta^t by square-and-multiply in f64: only IEEE products, so the scalars are the same bits on
+  // every machine (a libm's pow may differ in its last bit).
+  auto power = [](double b, std::int64_t e) {
+    double r = 1.0;
+    while (e > 0) {
+      if (e & 1) r = r * b;
+      b = b * b;
+      e >>= 1;
+    }
+    return r;
+  };
   const grad::AdamWScalars s{static_cast<float>(1.0 - c.lr * c.weightDecay),
                              static_cast<float>(1.0 - c.beta1),
                              static_cast<float>(c.beta2),
                              static_cast<float>(1.0 - c.beta2),
-                             static_cast<float>(std::sqrt(1.0 - std::pow(c.beta2, t))),
+                             static_cast<float>(std::sqrt(1.0 - power(c.beta2, step))),
                              static_cast<float>(c.eps),
-                             static_cast<float>(-(c.lr / (1.0 - std::pow(c.beta1, t))))};
+                             static_cast<float>(-(c.lr / (1.0 - power(c.beta1, step))))};
   if (param.numel() == 0) return;
   detail::run<grad::AdamW>(detail::gpuOf(param), {s, param.data<float>(), grad.data<float>(), m.data<float>(),
                                                   v.data<float>(), param.numel()});
