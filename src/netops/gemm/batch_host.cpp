@@ -18,6 +18,29 @@ void Permute3::host(const Args& a) {
   }
 }
 
+namespace {
+
+/// Patch row `row` = (ch, i, j) of image b: its oh ow values into dst.
+void patchRun(const float* x, const conv::Geometry2d& g, std::int64_t row, std::int64_t b, float* dst) {
+  const std::int64_t j = row % g.kw, i = (row / g.kw) % g.kh, ch = row / (g.kw * g.kh);
+  const float* plane = x + (b * g.c + ch) * g.h * g.w;
+  for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+    const std::int64_t y = oy * g.stride + i - g.pad;
+    float* out = dst + oy * g.ow;
+    if (y < 0 || y >= g.h) {
+      std::fill(out, out + g.ow, 0.0f);
+      continue;
+    }
+    const float* src = plane + y * g.w;
+    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+      const std::int64_t xx = ox * g.stride + j - g.pad;
+      out[ox] = (xx >= 0 && xx < g.w) ? src[xx] : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
 void ConvPatches::host(const Args& a) {
   const conv::Geometry2d& g = a.g;
   const std::int64_t q = g.rowWidth(), pixels = g.oh * g.ow, cols = g.n * pixels;
@@ -25,22 +48,7 @@ void ConvPatches::host(const Args& a) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t item = 0; item < q * g.n; ++item) {
     const std::int64_t row = item / g.n, b = item % g.n;
-    const std::int64_t j = row % g.kw, i = (row / g.kw) % g.kh, ch = row / (g.kw * g.kh);
-    float* dst = a.out + row * cols + b * pixels;
-    const float* plane = a.x + (b * g.c + ch) * g.h * g.w;
-    for (std::int64_t oy = 0; oy < g.oh; ++oy) {
-      const std::int64_t y = oy * g.stride + i - g.pad;
-      float* out = dst + oy * g.ow;
-      if (y < 0 || y >= g.h) {
-        std::fill(out, out + g.ow, 0.0f);
-        continue;
-      }
-      const float* src = plane + y * g.w;
-      for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-        const std::int64_t xx = ox * g.stride + j - g.pad;
-        out[ox] = (xx >= 0 && xx < g.w) ? src[xx] : 0.0f;
-      }
-    }
+    patchRun(a.x, g, row, b, a.out + row * cols + b * pixels);
   }
 }
 

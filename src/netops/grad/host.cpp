@@ -2,6 +2,8 @@
 // columns or channels; each output element one thread's, in the order of grad.hpp) and the
 // convolution gradients composed from the layouts, im2col / col2im and the exact GEMM, dispatched by
 // device. The host paths equal tests/reference/grad_reference.cpp bit for bit.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -113,6 +115,21 @@ float finiteScalar(const char* fn, const char* arg, double v) {
   return static_cast<float>(v);
 }
 
+/// The exact GEMM, on the host with one thread when its output is a single column tile's worth
+/// (a first layer's weight gradient: a few hundred chains, each over every pixel of the batch).
+/// Threads split only the output's columns, so one thread gives the same bits; it saves a barrier
+/// at each of the product's k blocks (hundreds), where sleeping threads are slow to wake.
+void runGemm(const Gpu& gpu, const gm::Gemm::Args& args) {
+  if (gpu.device.isHost() && args.n <= 64 && args.m * args.n <= 4096) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    gm::Gemm::host(args);
+    omp_set_num_threads(saved);
+    return;
+  }
+  detail::run<gm::Gemm>(gpu, args);
+}
+
 /// The convolution gradients' geometry: dy [n, o, oh ow] or [n, o, oh, ow] against an input of
 /// n x c x h x wd. Returns the geometry; checks every extent.
 conv::Geometry2d convGradGeometry(const char* fn, const Tensor& dy, std::int64_t c, std::int64_t h, std::int64_t wd,
@@ -211,8 +228,8 @@ Tensor convWeightGrad(const Tensor& dy, const Tensor& x, std::int64_t kh, std::i
       detail::run<gm::ConvPatches>(gpu, {x.data<float>(), g, patches.data<float>()});
       detail::run<gm::Permute3>(gpu, {dy.data<float>(), {g.n, o, pixels}, {0, 2, 1}, dyT.data<float>()});
     }
-    detail::run<gm::Gemm>(gpu, {DType::F32, q, o, rows, patches.data<float>(), rows, dyT.data<float>(), 1, o,
-                                dwT.data<float>(), o});
+    runGemm(gpu, {DType::F32, q, o, rows, patches.data<float>(), rows, dyT.data<float>(), 1, o,
+                  dwT.data<float>(), o});
     detail::run<gm::Permute3>(gpu, {dwT.data<float>(), {1, q, o}, {0, 2, 1}, dw.data<float>()});
     return dw;
   }
@@ -224,7 +241,7 @@ Tensor convWeightGrad(const Tensor& dy, const Tensor& x, std::int64_t kh, std::i
     detail::run<gm::Permute3>(gpu, {dy.data<float>(), {g.n, o, pixels}, {1, 0, 2}, dyT.data<float>()});
     detail::run<conv::Im2col>(gpu, {x.data<float>(), g, cols.data<float>()});
   }
-  detail::run<gm::Gemm>(gpu, {DType::F32, o, q, rows, dyT.data<float>(), rows, cols.data<float>(), 1, q, dw.data<float>(), q});
+  runGemm(gpu, {DType::F32, o, q, rows, dyT.data<float>(), rows, cols.data<float>(), 1, q, dw.data<float>(), q});
   return dw;
 }
 
