@@ -4,9 +4,11 @@
 #          CUDA runtime, libstdc++ and libgcc static, no OpenBLAS benchmark (OpenBLAS alone is ~35 MiB),
 #          and gizml as a shared library: one copy of it (and of its kernels) for all the programs,
 #          where a static one was linked into each test (52 MiB staged with 16 tests, near the limit).
-#   stage: build-gpu/ — only the programs (gizml-check, tests/*_test, bench/gizml_bench), stripped, the
-#          shared libraries they need beyond the C library and the driver (in lib/), and the test data
-#          (tests/data, next to the tests). At most 55 MiB: that is what a GPU session can carry.
+#   stage: build-gpu/ — only the programs (gizml-check, gizml-decode, gizml-train, tests/*_test,
+#          bench/gizml_bench), stripped, the shared libraries they need beyond the C library and the
+#          driver (in lib/), the test data (tests/data, next to the tests) and a slice of Fashion-MNIST
+#          for gizml-train's short run (data/fashion-mnist: the first 9600 training and 2000 test
+#          images, as gzip'd IDX files like Debian's). At most 55 MiB: what a GPU session can carry.
 # tools/gpu-check.sh (from the repository) runs it there.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,12 +24,30 @@ echo "build-gpu: built in $((SECONDS - t0)) s"
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/lib" "$STAGE/tests" "$STAGE/bench"
-cp "$WORK/gizml-check" "$WORK/gizml-decode" "$STAGE/"
+cp "$WORK/gizml-check" "$WORK/gizml-decode" "$WORK/gizml-train" "$STAGE/"
 cp "$WORK"/tests/*_test "$STAGE/tests/"
 cp "$WORK/bench/gizml_bench" "$STAGE/bench/"
 cp -r "$ROOT/tests/data" "$STAGE/tests/data"
 rm -rf "$STAGE/tests/data/__pycache__"
-bins=("$STAGE/gizml-check" "$STAGE/gizml-decode" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
+# The first images of Fashion-MNIST (its IDX header's count rewritten), for gizml-train --steps 150.
+mkdir -p "$STAGE/data/fashion-mnist"
+python3 - /usr/share/datasets/fashion-mnist "$STAGE/data/fashion-mnist" <<'PY'
+import gzip, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+for prefix, keep in (("train", 9600), ("t10k", 2000)):
+    for kind, rank in (("images-idx3", 3), ("labels-idx1", 1)):
+        name = f"{prefix}-{kind}-ubyte.gz"
+        data = gzip.open(f"{src}/{name}").read()
+        dims = list(struct.unpack(">" + "I" * rank, data[4:4 + 4 * rank]))
+        per = 1
+        for d in dims[1:]:
+            per *= d
+        dims[0] = keep
+        body = data[:4] + struct.pack(">" + "I" * rank, *dims) + data[4 + 4 * rank:4 + 4 * rank + keep * per]
+        with gzip.GzipFile(f"{dst}/{name}", "wb", mtime=0) as f:
+            f.write(body)
+PY
+bins=("$STAGE/gizml-check" "$STAGE/gizml-decode" "$STAGE/gizml-train" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
 
 # Libraries any Linux has (the driver's libcuda too); everything else goes into lib/.
 system_lib() {

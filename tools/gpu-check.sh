@@ -7,6 +7,8 @@
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to pin the failing launch.
 #   gizml-check  every op on the host and the GPU, bits compared
 #   decode loop  gizml-decode's greedy and sampled ids: host (2 threads, 1 thread) = GPU
+#   training     gizml-train's short run (150 steps of 64 images, on the staged slice of Fashion-MNIST):
+#                the trained weights' SHA-256 on the host (2 threads, 1 thread) = on GPU 0
 #   unit tests   everything else, less the host-only sweeps over all 2^32 floats (*OverAllFloats)
 #   benchmarks   gizml_bench on GPU 0, short
 # Then one summary line a step and "gpu-check: all passed" (exit 0) or not. The whole log goes to
@@ -103,6 +105,11 @@ step_end() {
 
   step_begin "decode loop: host and GPU ids" 120
   step_run "$BUILD/gizml-decode" --check --layers 2 --prompt 12 --generate 12
+  step_end
+
+  step_begin "training: host and GPU weights" 240
+  step_run "$BUILD/gizml-train" --check --require-gpu --threads 2 --steps 150 --batch 64 --test-limit 2000 \
+    --data "$BUILD/data/fashion-mnist" --out "${OUT:-$BUILD}/train-check"
   step_end
 
   step_begin "unit tests (not CUDA, no sweeps)" $TEST_LIMIT

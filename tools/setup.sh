@@ -8,7 +8,8 @@ BUILD="${BUILD:-$ROOT/build}"
 
 need=()
 for pkg in cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libopenblas-dev \
-    python3-venv python3-dev; do  # the last two: the Python package's test (python/tests/run_pytest.sh)
+    python3-venv python3-dev \
+    zlib1g-dev dataset-fashion-mnist; do  # python3-*: the Python package's test; the last two: gizml-train
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -28,4 +29,5 @@ cuda_flag=()
 [ -n "${GIZML_CUDA:-}" ] && cuda_flag=(-DGIZML_CUDA="$GIZML_CUDA")
 
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_flag[@]}" ${GIZML_CMAKE_ARGS:-}
-cmake --build "$BUILD" -j "$(nproc)"
+# GIZML_BUILD_TARGET: one target (tools/train.sh builds gizml-train alone); default: everything.
+cmake --build "$BUILD" -j "$(nproc)" ${GIZML_BUILD_TARGET:+--target "$GIZML_BUILD_TARGET"}

@@ -7,6 +7,7 @@
 #include "gizml/netops/attention.hpp"
 #include "gizml/netops/conv.hpp"
 #include "gizml/netops/gemm.hpp"
+#include "gizml/netops/grad.hpp"
 #include "gizml/netops/norms.hpp"
 #include "gizml/netops/pool.hpp"
 #include "gizml/netops/quant.hpp"

@@ -23,7 +23,8 @@ std::string Case::testName() const {
 const std::vector<Case>& allCases() {
   static const std::vector<Case> cases = [] {
     std::vector<Case> all;
-    for (auto family : {rowsCases, gemmCases, convCases, poolCases, attentionCases, normsCases, quantCases, stepCases})
+    for (auto family : {rowsCases, gemmCases, convCases, poolCases, attentionCases, normsCases, quantCases, stepCases,
+                        gradCases})
       for (Case& c : family()) all.push_back(std::move(c));
     return all;
   }();

@@ -80,6 +80,7 @@ std::vector<Case> attentionCases();
 std::vector<Case> normsCases();
 std::vector<Case> quantCases();
 std::vector<Case> stepCases();
+std::vector<Case> gradCases();
 
 // ---- the runner's helpers --------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 // output rows; conv1d is the exact GEMM of netops/gemm with its patch rows made as the A panels
 // fill; convTranspose1d's cols are that GEMM's product, then col2im1d). The host path equals
 // tests/reference/conv_reference.cpp bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -26,27 +27,63 @@ using detail::windowCount;
 
 namespace conv {
 
+/// Threads split the output lines (b, oy); a line's rows are written entry by entry, a kernel row
+/// (ch, i) at a time: kw neighbours of one input row, or zeros where it lies in the padding.
 void Im2col::host(const Args& a) {
   const Geometry2d& g = a.g;
-  const std::int64_t rows = g.n * g.oh * g.ow, width = g.rowWidth();
+  const std::int64_t width = g.rowWidth(), lines = g.n * g.oh;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::int64_t ox = r % g.ow, oy = (r / g.ow) % g.oh, b = r / (g.ow * g.oh);
-    float* out = a.out + r * width;
-    for (std::int64_t ch = 0; ch < g.c; ++ch)
-      for (std::int64_t i = 0; i < g.kh; ++i)
-        for (std::int64_t j = 0; j < g.kw; ++j) *out++ = im2colValue(a.x, g, b, oy, ox, ch, i, j);
+  for (std::int64_t line = 0; line < lines; ++line) {
+    const std::int64_t oy = line % g.oh, b = line / g.oh;
+    float* out = a.out + line * g.ow * width;
+    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
+      const std::int64_t x0 = ox * g.stride - g.pad;
+      const bool inside = x0 >= 0 && x0 + g.kw <= g.w;
+      for (std::int64_t ch = 0; ch < g.c; ++ch)
+        for (std::int64_t i = 0; i < g.kh; ++i) {
+          const std::int64_t y = oy * g.stride + i - g.pad;
+          if (y < 0 || y >= g.h) {
+            for (std::int64_t j = 0; j < g.kw; ++j) *out++ = 0.0f;
+            continue;
+          }
+          const float* src = a.x + ((b * g.c + ch) * g.h + y) * g.w + x0;
+          if (inside)
+            for (std::int64_t j = 0; j < g.kw; ++j) *out++ = src[j];
+          else
+            for (std::int64_t j = 0; j < g.kw; ++j) *out++ = (x0 + j >= 0 && x0 + j < g.w) ? src[j] : 0.0f;
+        }
+    }
   }
 }
 
+/// Threads split the planes (b, ch). A plane starts at +0 and takes the columns of each window
+/// offset (i, j) in increasing row-major order, scattered to the elements they copied: every
+/// element receives its entries in col2imAt's order (offsets increasing), so the same bits as the
+/// gather CUDA runs, without its per-element search.
 void Col2im::host(const Args& a) {
   const Geometry2d& g = a.g;
-  const std::int64_t lines = g.n * g.c * g.h;  // (b, ch, y)
+  const std::int64_t width = g.rowWidth();
 #pragma omp parallel for schedule(static)
-  for (std::int64_t line = 0; line < lines; ++line) {
-    const std::int64_t y = line % g.h, ch = (line / g.h) % g.c, b = line / (g.h * g.c);
-    float* out = a.out + line * g.w;
-    for (std::int64_t xx = 0; xx < g.w; ++xx) out[xx] = col2imAt(a.cols, g, b, ch, y, xx);
+  for (std::int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const std::int64_t ch = plane % g.c, b = plane / g.c;
+    float* out = a.out + plane * g.h * g.w;
+    std::fill(out, out + g.h * g.w, 0.0f);
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        const float* col = a.cols + b * g.oh * g.ow * width + (ch * g.kh + i) * g.kw + j;
+        // ox in [ox0, ox1) lands inside the row: 0 <= ox stride + j - pad < w.
+        std::int64_t ox0 = 0;
+        while (ox0 < g.ow && ox0 * g.stride + j - g.pad < 0) ++ox0;
+        std::int64_t ox1 = ox0;
+        while (ox1 < g.ow && ox1 * g.stride + j - g.pad < g.w) ++ox1;
+        for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+          const std::int64_t y = oy * g.stride + i - g.pad;
+          if (y < 0 || y >= g.h) continue;
+          float* row = out + y * g.w + j - g.pad;
+          const float* src = col + oy * g.ow * width;
+          for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox * g.stride] = row[ox * g.stride] + src[ox * width];
+        }
+      }
   }
 }
 

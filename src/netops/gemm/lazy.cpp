@@ -10,6 +10,7 @@
 #include "core/dispatch.hpp"
 #include "gizml/lazy.hpp"
 #include "gizml/netops/gemm.hpp"
+#include "netops/gemm/batch.hpp"
 #include "netops/gemm/gemm.hpp"
 
 namespace gizml {
@@ -82,6 +83,72 @@ Lazy lazyConv(const Tensor& w, const Tensor& x, std::int64_t kh, std::int64_t kw
   l.kw_ = kw;
   l.pad_ = pad;
   l.shape_ = {w.dim(0), (h + 2 * pad - kh + 1) * (wd + 2 * pad - kw + 1)};
+  return l;
+}
+
+Lazy lazyMatmulNN(const Tensor& a, const Tensor& b, DType compute) {
+  const char* fn = "gizml::lazyMatmulNN";
+  detail::requireDType(fn, "a", a, DType::F32);
+  detail::requireRank(fn, "a", a, 2);
+  detail::requireDType(fn, "b", b, DType::F32);
+  detail::requireRank(fn, "b", b, 2);
+  if (b.dim(0) != a.dim(1))
+    fail(fn, "b", "expected [" + str(a.dim(1)) + ", n] (k of a first), got " + shapeString(b.shape()));
+  detail::requireSameDevice(fn, {{"a", &a}, {"b", &b}});
+  requireCompute(fn, compute);
+  Lazy l;
+  l.kind_ = Lazy::Kind::MatmulNN;
+  l.a_ = a;
+  l.b_ = b;
+  l.compute_ = compute;
+  l.shape_ = {a.dim(0), b.dim(1)};
+  return l;
+}
+
+Lazy lazyMatmulTN(const Tensor& a, const Tensor& b, DType compute) {
+  const char* fn = "gizml::lazyMatmulTN";
+  detail::requireDType(fn, "a", a, DType::F32);
+  detail::requireRank(fn, "a", a, 2);
+  detail::requireDType(fn, "b", b, DType::F32);
+  detail::requireRank(fn, "b", b, 2);
+  if (b.dim(0) != a.dim(0))
+    fail(fn, "b", "expected [" + str(a.dim(0)) + ", n] (k of a first), got " + shapeString(b.shape()));
+  detail::requireSameDevice(fn, {{"a", &a}, {"b", &b}});
+  requireCompute(fn, compute);
+  Lazy l;
+  l.kind_ = Lazy::Kind::MatmulTN;
+  l.a_ = a;
+  l.b_ = b;
+  l.compute_ = compute;
+  l.shape_ = {a.dim(1), b.dim(1)};
+  return l;
+}
+
+Lazy lazyConvBatch(const Tensor& w, const Tensor& x, std::int64_t kh, std::int64_t kw, std::int64_t stride,
+                   std::int64_t pad, DType compute) {
+  const char* fn = "gizml::lazyConvBatch";
+  detail::requireDType(fn, "x", x, DType::F32);
+  detail::requireRank(fn, "x", x, 4);
+  detail::requireDType(fn, "w", w, DType::F32);
+  detail::requireRank(fn, "w", w, 2);
+  if (stride < 1) fail(fn, "stride", "expected stride >= 1, got " + str(stride));
+  const std::int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  checkConvGeometry(fn, c, h, wd, kh, kw, pad);
+  if (w.dim(1) != c * kh * kw)
+    fail(fn, "w", "expected [o, c kh kw] = [o, " + str(c * kh * kw) + "], got " + shapeString(w.shape()));
+  detail::requireSameDevice(fn, {{"w", &w}, {"x", &x}});
+  requireCompute(fn, compute);
+  Lazy l;
+  l.kind_ = Lazy::Kind::ConvBatch;
+  l.a_ = w;
+  l.b_ = x;
+  l.compute_ = compute;
+  l.kh_ = kh;
+  l.kw_ = kw;
+  l.pad_ = pad;
+  l.stride_ = stride;
+  const std::int64_t oh = (h + 2 * pad - kh) / stride + 1, ow = (wd + 2 * pad - kw) / stride + 1;
+  l.shape_ = {n, w.dim(0), oh * ow};
   return l;
 }
 
@@ -178,7 +245,7 @@ void Lazy::storeInto(const Tensor& out) const {
 
   // The epilogue, as data.
   gm::Epilogue e;
-  e.biasPerRow = kind_ != Kind::Matmul;
+  e.biasPerRow = kind_ == Kind::Conv || kind_ == Kind::Conv3;  // the products' bias is per column
   for (const Step& s : steps_) e.steps[e.count++] = {s.op, s.value, s.tensor.defined() ? s.tensor.data<float>() : nullptr};
 
   // On the host the epilogue is applied as each tile of the product leaves the registers
@@ -195,7 +262,7 @@ void Lazy::storeInto(const Tensor& out) const {
     gm::gemmStoreHost({compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, e, out.raw(), out_, n});
     return;
   }
-  if (fused) {
+  if (fused && (kind_ == Kind::Conv || kind_ == Kind::Conv3)) {
     // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches, each
     // frame with its own residual frame; lazyConv3's frames t .. t + 2 are contiguous: one image
     // of 3 c channels.
@@ -223,6 +290,27 @@ void Lazy::storeInto(const Tensor& out) const {
   if (kind_ == Kind::Matmul) {
     const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(0);
     detail::run<gm::Gemm>(gpu, {compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, c, n});
+  } else if (kind_ == Kind::MatmulNN) {
+    const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(1);
+    detail::run<gm::Gemm>(gpu, {compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), 1, n, c, n});
+  } else if (kind_ == Kind::MatmulTN) {
+    // a [k, m] transposed into a temporary [m, k] (a copy), then the NN product.
+    const std::int64_t k = a_.dim(0), m = a_.dim(1), n = b_.dim(1);
+    Tensor at = Tensor::empty({m, k}, DType::F32, device());
+    if (at.numel() > 0) detail::run<gm::Permute3>(gpu, {a_.data<float>(), {1, k, m}, {0, 2, 1}, at.data<float>()});
+    detail::run<gm::Gemm>(gpu, {compute_, m, n, k, at.data<float>(), k, b_.data<float>(), 1, n, c, n});
+  } else if (kind_ == Kind::ConvBatch) {
+    // The patches of the whole batch [c kh kw, n oh ow], one product [o, n oh ow], then the store
+    // lays it out as [n, o, oh ow] through the epilogue.
+    const std::int64_t n = b_.dim(0), ch = b_.dim(1), h = b_.dim(2), wd = b_.dim(3), o = a_.dim(0);
+    const std::int64_t oh = (h + 2 * pad_ - kh_) / stride_ + 1, ow = (wd + 2 * pad_ - kw_) / stride_ + 1;
+    const netops::conv::Geometry2d g{n, ch, h, wd, kh_, kw_, stride_, pad_, oh, ow};
+    const std::int64_t q = g.rowWidth(), cols = n * oh * ow;
+    Tensor patches = Tensor::empty({q, cols}, DType::F32, device());
+    if (patches.numel() > 0) detail::run<gm::ConvPatches>(gpu, {b_.data<float>(), g, patches.data<float>()});
+    detail::run<gm::Gemm>(gpu, {compute_, o, cols, q, a_.data<float>(), q, patches.data<float>(), 1, cols, c, cols});
+    if (out.numel() > 0) detail::run<gm::ConvBatchStore>(gpu, {c, n, o, oh * ow, e, out.raw(), out_});
+    return;
   } else {
     // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches;
     // lazyConv3's frames t .. t + 2 are contiguous: one image of 3 c channels.

@@ -3,6 +3,7 @@
 // tests/reference/conv_reference.cpp bit for bit.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "core/check.hpp"
@@ -84,6 +85,9 @@ void pool::Pool2dGrad::host(const Args& a) {
   const bool average = a.average;
   const float factor = a.factor;
   float* dx = a.out;
+  // Window offset i size + j -> its place i w + j in the plane (no division a window).
+  std::vector<std::int64_t> place(static_cast<std::size_t>(g.size * g.size));
+  for (std::int64_t k = 0; k < g.size * g.size; ++k) place[k] = (k / g.size) * g.w + k % g.size;
 #pragma omp parallel for schedule(static)
   for (std::int64_t plane = 0; plane < g.planes; ++plane) {
     float* d = dx + plane * g.h * g.w;
@@ -105,8 +109,7 @@ void pool::Pool2dGrad::host(const Args& a) {
           for (std::int64_t i = 0; i < g.size; ++i)
             for (std::int64_t j = 0; j < g.size; ++j) d[corner + i * g.w + j] = d[corner + i * g.w + j] + share;
         } else {
-          const std::int64_t at = maxOffsets[ox % 16];
-          float& e = d[corner + (at / g.size) * g.w + at % g.size];
+          float& e = d[corner + place[maxOffsets[ox % 16]]];
           e = e + grad;
         }
       }
