@@ -271,6 +271,14 @@ GIZML_VEC void streamFence() {
 }
 GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
+#if !defined(__AVX512F__) && defined(__AVX2__)
+/// The masks of lanes [0, count) of two 8-lane halves (all ones where the lane is below count).
+GIZML_VEC void laneMasks(std::int64_t count, __m256i& lo, __m256i& hi) {
+  const __m256i c = _mm256_set1_epi32(static_cast<int>(count < 0 ? 0 : count));
+  lo = _mm256_cmpgt_epi32(c, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  hi = _mm256_cmpgt_epi32(c, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+}
+#endif
 /// Loads min(count, 16) floats; the lanes past them are +0 (and their memory is not read).
 GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
   f32x16 v;
@@ -279,6 +287,12 @@ GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
   } else {
 #if defined(__AVX512F__)
     v = (f32x16)_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
+#elif defined(__AVX2__)
+    // Masked loads (lanes past count read nothing and are +0): a memcpy of a variable size is a
+    // call, which made ragged rows (a 14-wide image's) several times slower than whole ones.
+    __m256i lo, hi;
+    laneMasks(count, lo, hi);
+    v = f32x16((f32x8)_mm256_maskload_ps(p, lo), (f32x8)_mm256_maskload_ps(p + 8, hi));
 #else
     v = f32x16{};
     std::memcpy(&v, p, sizeof(float) * static_cast<std::size_t>(count));
@@ -294,6 +308,30 @@ GIZML_VEC void store16(float* p, f32x16 v, std::int64_t count) {
   }
 #if defined(__AVX512F__)
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1u), (__m512)v);
+#elif defined(__AVX2__)
+  // Halves, quarters, pairs, then one: a masked store (vmaskmovps) is microcoded and slow on AMD's
+  // cores, and a memcpy of a variable size is a call.
+  __m256 part = (__m256)v.h[0];
+  if (count >= 8) {
+    _mm256_storeu_ps(p, part);
+    p += 8;
+    count -= 8;
+    part = (__m256)v.h[1];
+  }
+  __m128 q = _mm256_castps256_ps128(part);
+  if (count >= 4) {
+    _mm_storeu_ps(p, q);
+    p += 4;
+    count -= 4;
+    q = _mm256_extractf128_ps(part, 1);
+  }
+  if (count >= 2) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(p), q);
+    p += 2;
+    count -= 2;
+    q = _mm_movehl_ps(q, q);
+  }
+  if (count >= 1) _mm_store_ss(p, q);
 #else
   std::memcpy(p, &v, sizeof(float) * static_cast<std::size_t>(count));
 #endif

@@ -108,6 +108,8 @@ inline const PoolShape kPoolShapes[] = {
     {1, 2, 17, 33, 4, 4},  // odd sizes, a remainder left out
     {3, 5, 16, 16, 2, 1},
     {5, 3, 11, 9, 3, 2},   // a batch of five
+    {2, 3, 37, 41, 2, 2},  // 2x2 / 2 (the host's own path): an odd last row and column, 20 windows a row
+    {3, 2, 28, 28, 2, 2},  // 2x2 / 2 as in a small CNN: 14 windows a row
     {4, 16, 64, 64, 3, 2, true},
 };
 

@@ -30,6 +30,7 @@
 #include "exact/row16.hpp"
 #include "exact/vec16.hpp"
 #include "netops/gemm/gemm.hpp"
+#include "netops/gemm/transpose8.hpp"
 
 namespace gizml::netops::gemm {
 
@@ -136,54 +137,48 @@ inline void microKernel(std::int64_t kc, const float* __restrict ap, std::int64_
     for (int v = 0; v < NRV; ++v) std::memcpy(cout + i * ldo + kLanes * v, &acc[i][v], sizeof(Vec));
 }
 
-#if defined(__AVX__)
-/// r[i][j] becomes r[j][i]: moves only, so every bit (NaN payloads, -0) is kept.
-inline void transpose8x8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int h = 0; h < 8; h += 4) {
-    u[h + 0] = _mm256_shuffle_ps(t[h + 0], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[h + 1] = _mm256_shuffle_ps(t[h + 0], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-  }
-}
-#endif
 
 /// packB's panels read from an image's patches (see ImagePatches): for each step q = (ch, i, j),
-/// a panel's NR pixels in one output row are NR consecutive values of the image's row
-/// oy + i - pad from ox + j - pad (zero outside it); a panel that crosses output rows takes them
-/// one at a time. The values are the image's, so the chains are those of the patch matrix.
+/// a panel's pixels in one output row are consecutive values of the image's row oy + i - pad from
+/// ox + j - pad (zero outside it). The block's columns are cut once into such runs (a panel
+/// crosses output rows where ow is not a multiple of NR, as a 14- or 28-wide image's do), then
+/// every step copies its runs: no division a panel and step. The values are the image's, so the
+/// chains are those of the patch matrix.
 void packPatches(const ImagePatches& ip, std::int64_t n, std::int64_t j0, std::int64_t nc, std::int64_t p0,
                  std::int64_t kc, float* out) {
-  const std::int64_t panels = (nc + NR - 1) / NR, taps = ip.kh * ip.kw;
+  struct Run {
+    std::int64_t oy, ox, len, at;  // pixels (oy, ox .. ox + len) go to the panel offset `at`; oy < 0: zeros
+  };
+  thread_local std::vector<Run> runs;
+  runs.clear();
+  const std::int64_t panels = (nc + NR - 1) / NR;
+  for (std::int64_t q = 0; q < panels; ++q) {
+    const std::int64_t jq = j0 + q * NR, cols = std::min<std::int64_t>(NR, n - jq);
+    std::int64_t oy = jq / ip.ow, ox = jq % ip.ow;
+    for (std::int64_t l = 0; l < cols; ++oy, ox = 0) {
+      const std::int64_t len = std::min(cols - l, ip.ow - ox);
+      runs.push_back({oy, ox, len, q * kc * NR + l});
+      l += len;
+    }
+    if (cols < NR) runs.push_back({-1, 0, NR - cols, q * kc * NR + cols});  // past n: zero
+  }
+  const std::int64_t taps = ip.kh * ip.kw;
   std::int64_t ch = p0 / taps, i = (p0 / ip.kw) % ip.kh, j = p0 % ip.kw;  // step p0, then counted on
   for (std::int64_t p = 0; p < kc; ++p) {
-    for (std::int64_t q = 0; q < panels; ++q) {
-      float* d = out + q * kc * NR + p * NR;
-      const std::int64_t jq = j0 + q * NR, cols = std::min<std::int64_t>(NR, n - jq);
-      const std::int64_t oy = jq / ip.ow, ox = jq % ip.ow;
-      if (cols == NR && ox + NR <= ip.ow) {
-        const std::int64_t y = oy + i - ip.pad, x0 = ox + j - ip.pad;
-        if (y < 0 || y >= ip.h) {
-          std::fill(d, d + NR, 0.0f);
-        } else if (x0 >= 0 && x0 + NR <= ip.w) {
-          std::memcpy(d, ip.x + (ch * ip.h + y) * ip.w + x0, sizeof(float) * NR);
-        } else {
-          const float* src = ip.x + (ch * ip.h + y) * ip.w;
-          for (std::int64_t l = 0; l < NR; ++l) d[l] = x0 + l >= 0 && x0 + l < ip.w ? src[x0 + l] : 0.0f;
-        }
+    const float* plane = ip.x + ch * ip.h * ip.w;
+    for (const Run& r : runs) {
+      float* d = out + r.at + p * NR;
+      const std::int64_t y = r.oy + i - ip.pad, x0 = r.ox + j - ip.pad;
+      if (r.oy < 0 || y < 0 || y >= ip.h) {
+        for (std::int64_t t = 0; t < r.len; t += 16) exact::store16(d + t, exact::f32x16{}, r.len - t);
         continue;
       }
-      for (std::int64_t l = 0; l < NR; ++l)
-        d[l] = l < cols ? patchValue(F32Image{ip.x}, ip.h, ip.w, ip.kh, ip.kw, ip.pad, ip.ow, jq + l, p0 + p) : 0.0f;
+      const float* src = plane + y * ip.w + x0;
+      if (x0 >= 0 && x0 + r.len <= ip.w) {
+        for (std::int64_t t = 0; t < r.len; t += 16) exact::store16(d + t, exact::load16(src + t, r.len - t), r.len - t);
+      } else {
+        for (std::int64_t t = 0; t < r.len; ++t) d[t] = x0 + t >= 0 && x0 + t < ip.w ? src[t] : 0.0f;
+      }
     }
     if (++j == ip.kw) {
       j = 0;

@@ -217,10 +217,13 @@ Tensor convWeightGrad(const Tensor& dy, const Tensor& x, std::int64_t kh, std::i
   const std::int64_t q = g.rowWidth(), rows = g.n * g.oh * g.ow, pixels = g.oh * g.ow;
   Tensor dw = Tensor::empty({o, q}, DType::F32, x.device());
   const Gpu gpu = detail::gpuOf(x);
-  if (q < 64 && q < o) {
-    // Few patch entries (a first layer's): dwᵀ [q, o] = patches [q, n pixels] times dy as
-    // [n pixels, o], then transposed. The same chains over t (fma is symmetric in its factors), a
-    // third of the work of the [o, q] product, whose q columns fill a fraction of a 64-column tile.
+  if (q >= 64) {
+    // Long patch rows: dwᵀ [q, o] = patches [q, n pixels] (A, read in place) times dy as
+    // [n pixels, o], then transposed. The same chains over t (fma is symmetric in its factors).
+    // The patches are runs copied from the images where im2col's rows are q scattered values:
+    // measured on an AMD EPYC (AVX2, 2 threads) for a batch of 128, 32 -> 64 channels, 3 x 3 on
+    // 14 x 14, 14.3 ms against 22.4 ms for the [o, q] product over im2col; for 1 -> 32 channels
+    // on 28 x 28 (q = 9) the im2col product below was the faster, 5.8 ms against 7.5 ms.
     Tensor patches = Tensor::empty({q, rows}, DType::F32, x.device());
     Tensor dyT = Tensor::empty({rows, o}, DType::F32, x.device());
     Tensor dwT = Tensor::empty({q, o}, DType::F32, x.device());

@@ -2,6 +2,7 @@
 // planes, 16 windows side by side by the formulas CUDA runs on one). Equals
 // tests/reference/conv_reference.cpp bit for bit.
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -52,6 +53,35 @@ exact::i32x16 argmax16(const Windows16& win, std::int64_t size) {
   return at;
 }
 
+/// Rows 2 oy and 2 oy + 1 of a plane's dx from their windows of 2 x 2 at stride 2, which do not
+/// overlap: each element is in one window, so it is written once, +0 + its window's share (dy,
+/// or dy times the factor) where that window takes it (its maximum, or all four for the mean),
+/// else +0 — the sum Pool2dGrad::host's general loop forms, without filling dx first or reading
+/// it. 16 windows a step; their two columns of a row interleaved into 32 values.
+void poolGrad2x2Rows(const float* xTop, const float* dyRow, std::int64_t w, std::int64_t ow, bool average,
+                     float factor, float* dTop) {
+  for (std::int64_t ox = 0; ox < ow; ox += 16) {
+    const std::int64_t lanes = ow - ox < 16 ? ow - ox : 16;
+    const f32x16 grad = exact::load16(dyRow + ox, lanes);
+    const f32x16 share = f32x16{} + (average ? grad * factor : grad);
+    const exact::i32x16 at = average ? exact::i32x16{} : argmax16(Windows16{xTop + 2 * ox, w, 2, lanes}, 2);
+    for (int i = 0; i < 2; ++i) {
+      const f32x16 left = average ? share : exact::select(at == 2 * i, share, f32x16{});
+      const f32x16 right = average ? share : exact::select(at == 2 * i + 1, share, f32x16{});
+      float l[16], r[16], both[32];
+      std::memcpy(l, &left, sizeof l);
+      std::memcpy(r, &right, sizeof r);
+      for (int k = 0; k < 16; ++k) {
+        both[2 * k] = l[k];
+        both[2 * k + 1] = r[k];
+      }
+      float* row = dTop + i * w + 2 * ox;
+      exact::store16(row, exact::load16(both, 16), 2 * lanes);
+      if (lanes > 8) exact::store16(row + 16, exact::load16(both + 16, 16), 2 * lanes - 16);
+    }
+  }
+}
+
 }  // namespace
 
 /// Threads split the output rows (plane, oy) of all planes; a row runs 16 windows at a time.
@@ -93,6 +123,12 @@ void pool::Pool2dGrad::host(const Args& a) {
     float* d = dx + plane * g.h * g.w;
     const float* xp = x + plane * g.h * g.w;
     const float* dyp = dy + plane * g.oh * g.ow;
+    if (g.size == 2 && g.stride == 2) {
+      if (g.h % 2 || g.w % 2) std::fill(d, d + g.h * g.w, 0.0f);  // an odd last row or column is in no window
+      for (std::int64_t oy = 0; oy < g.oh; ++oy)
+        poolGrad2x2Rows(xp + 2 * oy * g.w, dyp + oy * g.ow, g.w, g.ow, average, factor, d + 2 * oy * g.w);
+      continue;
+    }
     std::fill(d, d + g.h * g.w, 0.0f);
     exact::i32x16 maxOffsets{};
     for (std::int64_t oy = 0; oy < g.oh; ++oy)
