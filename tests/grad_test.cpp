@@ -243,13 +243,33 @@ TEST(GradOrder, SumsAddInTheStatedOrder) {
 }
 
 TEST(GradOrder, ConvBatchIsLazyConvPerImage) {
-  // Stride 1: each image's result equals lazyConv's (the same chain over (ch, i, j)), bit for bit.
-  const Tensor x = host(withSpecials(Key{9, 9}, 3 * 2 * 7 * 6), {3, 2, 7, 6});
-  const Tensor w = host(randomFloats(Key{10, 10}, 4 * 18), {4, 18}), b = host(randomFloats(Key{11, 11}, 4), {4});
-  const Tensor y = lazyConvBatch(w, x, 3, 3, 1, 1).bias(b).silu().store();
-  for (std::int64_t i = 0; i < 3; ++i) {
-    const Tensor one = lazyConv(w, x.rows(i, i + 1).reshape({2, 7, 6}), 3, 3, 1).bias(b).silu().store();
-    EXPECT_TRUE(sameBits(y.rows(i, i + 1).toVector<float>(), one.toVector<float>())) << "image " << i;
+  // Stride 1: each image's result equals lazyConv's (the same chain over (ch, i, j)), bit for bit,
+  // through every epilogue and output dtype. The host computes the batch as one product whose
+  // columns are the images' pixels, each tile stored into its image's output: 14-wide images put
+  // image edges inside a tile, and 80 channels (720 steps) take more than one k block.
+  struct Shape {
+    std::int64_t n, c, h, w;
+  };
+  for (const Shape& s : {Shape{3, 2, 7, 6}, Shape{4, 3, 14, 14}, Shape{3, 80, 9, 5}}) {
+    SCOPED_TRACE("x [" + std::to_string(s.n) + ", " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " +
+                 std::to_string(s.w) + "]");
+    const std::int64_t o = 5, q = s.c * 9, pixels = s.h * s.w, image = s.c * s.h * s.w;
+    const Tensor x = host(withSpecials(Key{9, 9}, s.n * image), {s.n, s.c, s.h, s.w});
+    const Tensor w = host(randomFloats(Key{10, 10}, o * q), {o, q}), b = host(randomFloats(Key{11, 11}, o), {o});
+    const Tensor r = host(randomFloats(Key{12, 12}, s.n * o * pixels), {s.n, o, pixels});
+    const Tensor silu = lazyConvBatch(w, x, 3, 3, 1, 1).bias(b).silu().store();
+    const Tensor res = lazyConvBatch(w, x, 3, 3, 1, 1).residual(r).relu().dtype(DType::BF16).store();
+    const Tensor bf = lazyConvBatch(w, x, 3, 3, 1, 1, DType::BF16).bias(b).store();
+    for (std::int64_t i = 0; i < s.n; ++i) {
+      const Tensor xi = x.rows(i, i + 1).reshape({s.c, s.h, s.w}), ri = r.rows(i, i + 1).reshape({o, pixels});
+      const Tensor one = lazyConv(w, xi, 3, 3, 1).bias(b).silu().store();
+      EXPECT_TRUE(sameBits(silu.rows(i, i + 1).toVector<float>(), one.toVector<float>())) << "bias silu, image " << i;
+      const Tensor oneRes = lazyConv(w, xi, 3, 3, 1).residual(ri).relu().dtype(DType::BF16).store();
+      EXPECT_TRUE(sameBits(res.rows(i, i + 1).to(DType::F32).toVector<float>(), oneRes.to(DType::F32).toVector<float>()))
+          << "residual relu BF16, image " << i;
+      const Tensor oneBf = lazyConv(w, xi, 3, 3, 1, DType::BF16).bias(b).store();
+      EXPECT_TRUE(sameBits(bf.rows(i, i + 1).toVector<float>(), oneBf.toVector<float>())) << "BF16 compute, image " << i;
+    }
   }
 }
 

@@ -63,6 +63,11 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 }
+/// a and b interleaved, a0 b0 a1 b1 ...: lanes 0-7 of each into lo, lanes 8-15 into hi.
+GIZML_VEC void interleaveLanes(f32x16 a, f32x16 b, f32x16& lo, f32x16& hi) {
+  lo = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  hi = __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+}
 /// Four vectors of words (word j of counters g .. g + 15 in w[j]) rearranged by element: out[q]
 /// holds words 4 g' + j for the counters 4 q .. 4 q + 3, element order.
 GIZML_VEC void interleaveWords(const u32x16 w[4], u32x16 out[4]) {
@@ -217,6 +222,12 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),
                 __builtin_shufflevector(b.h[0], b.h[1], 0, 2, 4, 6, 8, 10, 12, 14));
+}
+GIZML_VEC void interleaveLanes(f32x16 a, f32x16 b, f32x16& lo, f32x16& hi) {
+  lo = f32x16(__builtin_shufflevector(a.h[0], b.h[0], 0, 8, 1, 9, 2, 10, 3, 11),
+              __builtin_shufflevector(a.h[0], b.h[0], 4, 12, 5, 13, 6, 14, 7, 15));
+  hi = f32x16(__builtin_shufflevector(a.h[1], b.h[1], 0, 8, 1, 9, 2, 10, 3, 11),
+              __builtin_shufflevector(a.h[1], b.h[1], 4, 12, 5, 13, 6, 14, 7, 15));
 }
 GIZML_VEC void interleaveWords(const u32x16 w[4], u32x16 out[4]) {
   std::uint32_t words[64];

@@ -171,6 +171,13 @@ struct Col2im {
   static void cuda(const Gpu& gpu, const Args& a);
 };
 
+/// Col2im on the host from the columns laid out the other way round: colsT [c kh kw, n oh ow]
+/// (entry (q, t) = Col2im's cols (t, q)), so each window offset's values for an output row are a
+/// run. The same sums in the same order as Col2im (from +0, offsets (i, j) increasing), so the
+/// same bits. convInputGrad's host path, whose product writes this layout with a row of dy's
+/// values a run.
+void col2imRowsHost(const float* colsT, const Geometry2d& g, float* out);
+
 /// Rows [first, first + rows) of im2col1d, out [rows, c k].
 struct Im2col1d {
   static constexpr const char* kName = "gizml::netops::im2col1d";

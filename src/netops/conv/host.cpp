@@ -87,6 +87,35 @@ void Col2im::host(const Args& a) {
   }
 }
 
+void col2imRowsHost(const float* colsT, const Geometry2d& g, float* out) {
+  const std::int64_t rows = g.n * g.oh * g.ow;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const std::int64_t ch = plane % g.c, b = plane / g.c;
+    float* dst = out + plane * g.h * g.w;
+    std::fill(dst, dst + g.h * g.w, 0.0f);
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        const float* col = colsT + ((ch * g.kh + i) * g.kw + j) * rows + b * g.oh * g.ow;
+        // ox in [ox0, ox1) lands inside the row: 0 <= ox stride + j - pad < w.
+        std::int64_t ox0 = 0;
+        while (ox0 < g.ow && ox0 * g.stride + j - g.pad < 0) ++ox0;
+        std::int64_t ox1 = ox0;
+        while (ox1 < g.ow && ox1 * g.stride + j - g.pad < g.w) ++ox1;
+        for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+          const std::int64_t y = oy * g.stride + i - g.pad;
+          if (y < 0 || y >= g.h) continue;
+          float* __restrict row = dst + y * g.w + j - g.pad;
+          const float* __restrict src = col + oy * g.ow;
+          if (g.stride == 1)
+            for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox] = row[ox] + src[ox];
+          else
+            for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox * g.stride] = row[ox * g.stride] + src[ox];
+        }
+      }
+  }
+}
+
 void Im2col1d::host(const Args& a) {
   const Geometry1d& g = a.g;
 #pragma omp parallel for schedule(static)

@@ -119,6 +119,10 @@ struct GemmStore {
   void (*packA)(const void* ctx, std::int64_t row0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
                 float* dst) = nullptr;
   const void* packACtx = nullptr;
+  /// > 0: the columns come in groups of colGroup (a batch's images), group g's output (and
+  /// residual) starting groupStride elements after group g - 1's: element (i, j) is stored at
+  /// (j / colGroup) groupStride + i ldo + j % colGroup. A bias is then per row (a convolution's).
+  std::int64_t colGroup = 0, groupStride = 0;
 };
 /// A convolution's B read straight from the image x [c, h, w] (F32, already rounded as compute
 /// asks) as the B panels are packed: element (pixel, q) is patchValue(...), so no patch matrix
@@ -126,6 +130,9 @@ struct GemmStore {
 struct ImagePatches {
   const float* x;
   std::int64_t c, h, w, kh, kw, pad, ow;
+  /// > 0: a batch's images one after another (each c h w floats), column j = (image, pixel) with
+  /// `pixels` = oh ow pixels an image; 0: one image.
+  std::int64_t pixels = 0;
 };
 void gemmStoreHost(const GemmStore& g);
 
@@ -155,6 +162,14 @@ struct ConvProduct {
 /// The host's convolution with its epilogue in the store (a.out unused): the patches, then
 /// gemmStoreHost into out [o, oh ow] as outDType. The same conditions on out as GemmStore.
 void convStoreHost(const ConvProduct::Args& a, const Epilogue& e, void* out, DType outDType);
+
+/// The host's batched convolution (lazyConvBatch, stride 1) with its epilogue in the store: one
+/// product w [o, c kh kw] times the patches of all n images of x [n, c, h, w] (packed into the B
+/// panels from the images), each tile stored through the epilogue straight into out [n, o, oh ow]
+/// (GemmStore::colGroup), a bias per output channel. No patch matrix, no F32 product.
+void convBatchStoreHost(DType compute, const float* w, const float* x, std::int64_t n, std::int64_t o, std::int64_t c,
+                        std::int64_t h, std::int64_t wd, std::int64_t kh, std::int64_t kw, std::int64_t pad,
+                        const Epilogue& e, void* out, DType outDType);
 
 /// out = the epilogue of c [rows, cols], stored as outDType (F32, BF16 or F16).
 struct EpilogueStore {

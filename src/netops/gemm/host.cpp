@@ -147,20 +147,23 @@ inline void microKernel(std::int64_t kc, const float* __restrict ap, std::int64_
 void packPatches(const ImagePatches& ip, std::int64_t n, std::int64_t j0, std::int64_t nc, std::int64_t p0,
                  std::int64_t kc, float* out) {
   struct Run {
-    std::int64_t oy, ox, len, at;  // pixels (oy, ox .. ox + len) go to the panel offset `at`; oy < 0: zeros
+    // pixels (oy, ox .. ox + len) of the image at `image` go to the panel offset `at`; oy < 0: zeros
+    std::int64_t image, oy, ox, len, at;
   };
   thread_local std::vector<Run> runs;
   runs.clear();
-  const std::int64_t panels = (nc + NR - 1) / NR;
+  const std::int64_t panels = (nc + NR - 1) / NR, pixels = ip.pixels > 0 ? ip.pixels : n;
+  const std::int64_t imageFloats = ip.c * ip.h * ip.w;
   for (std::int64_t q = 0; q < panels; ++q) {
     const std::int64_t jq = j0 + q * NR, cols = std::min<std::int64_t>(NR, n - jq);
-    std::int64_t oy = jq / ip.ow, ox = jq % ip.ow;
-    for (std::int64_t l = 0; l < cols; ++oy, ox = 0) {
+    std::int64_t b = jq / pixels, oy = jq % pixels / ip.ow, ox = jq % pixels % ip.ow;
+    for (std::int64_t l = 0; l < cols; ox = 0) {
       const std::int64_t len = std::min(cols - l, ip.ow - ox);
-      runs.push_back({oy, ox, len, q * kc * NR + l});
+      runs.push_back({b * imageFloats, oy, ox, len, q * kc * NR + l});
       l += len;
+      if (++oy * ip.ow == pixels) oy = 0, ++b;  // the image's last row: the next image's first
     }
-    if (cols < NR) runs.push_back({-1, 0, NR - cols, q * kc * NR + cols});  // past n: zero
+    if (cols < NR) runs.push_back({0, -1, 0, NR - cols, q * kc * NR + cols});  // past n: zero
   }
   const std::int64_t taps = ip.kh * ip.kw;
   std::int64_t ch = p0 / taps, i = (p0 / ip.kw) % ip.kh, j = p0 % ip.kw;  // step p0, then counted on
@@ -173,7 +176,7 @@ void packPatches(const ImagePatches& ip, std::int64_t n, std::int64_t j0, std::i
         for (std::int64_t t = 0; t < r.len; t += 16) exact::store16(d + t, exact::f32x16{}, r.len - t);
         continue;
       }
-      const float* src = plane + y * ip.w + x0;
+      const float* src = plane + r.image + y * ip.w + x0;
       if (x0 >= 0 && x0 + r.len <= ip.w) {
         for (std::int64_t t = 0; t < r.len; t += 16) exact::store16(d + t, exact::load16(src + t, r.len - t), r.len - t);
       } else {
@@ -249,7 +252,9 @@ struct Target {
   void* out;
   DType dtype;
   std::int64_t ldo;
-  bool plain() const { return e->count == 0 && dtype == DType::F32; }
+  std::int64_t colGroup = 0, groupStride = 0;  // GemmStore's
+  /// The chains are the output as they are: F32, no epilogue, the columns not regrouped.
+  bool plain() const { return e->count == 0 && dtype == DType::F32 && colGroup == 0; }
 };
 
 /// x[i] = epilogueStep(op, x[i], operand[i], value) for the R rows, with op a constant in each
@@ -311,6 +316,28 @@ void epilogueRows(const Epilogue& e, const float* v, std::int64_t ldv, std::int6
   }
 }
 
+/// The epilogue of `rows` output rows from (row0, col0), `count` columns, their chains at v (row
+/// stride ldv), stored where t says: with column groups (a batch's images) cut at the groups'
+/// edges, each piece stored into its group's output (and read from its group's residual).
+template <int R>
+void storeThrough(const Target& t, const float* v, std::int64_t ldv, std::int64_t rows, std::int64_t row0,
+                  std::int64_t col0, std::int64_t count) {
+  if (t.colGroup == 0) {
+    epilogueRows<R>(*t.e, v, ldv, rows, row0, col0, count, t.out, t.dtype, t.ldo);
+    return;
+  }
+  for (std::int64_t c = 0; c < count;) {
+    const std::int64_t group = (col0 + c) / t.colGroup, at = (col0 + c) % t.colGroup;
+    const std::int64_t piece = std::min(count - c, t.colGroup - at);
+    Epilogue e = *t.e;
+    for (int s = 0; s < e.count; ++s)
+      if (e.steps[s].op == Op::Residual) e.steps[s].data += group * t.groupStride;
+    epilogueRows<R>(e, v + c, ldv, rows, row0, at, piece, static_cast<char*>(t.out) + dtypeBytes(t.dtype, group * t.groupStride),
+                    t.dtype, t.ldo);
+    c += piece;
+  }
+}
+
 /// One tile of C: the chains over the block [kc) of its MR x NR elements (rows x cols of them
 /// real), continued from `inter` (row stride ldi) unless this is the first block; stored to
 /// inter, or, after the last block, through the epilogue to the output at (row0, col0).
@@ -335,7 +362,7 @@ void tile(std::int64_t kc, const float* ap, std::int64_t lda, const float* bp, b
     for (std::int64_t i = 0; i < rows; ++i) std::memcpy(inter + i * ldi, local + i * NR, sizeof(float) * cols);
     return;
   }
-  epilogueRows<MR>(*t.e, local, NR, rows, row0, col0, cols, t.out, t.dtype, t.ldo);
+  storeThrough<MR>(t, local, NR, rows, row0, col0, cols);
 }
 
 /// `count` values at p rounded as `compute` asks, in `keep` (F32 compute: p itself).
@@ -366,16 +393,17 @@ void gemmStoreHost(const GemmStore& g) {
     gemmStoreHost(r);
     return;
   }
-  const Target target{&g.e, g.out, g.outDType, g.ldo};
+  const Target target{&g.e, g.out, g.outDType, g.ldo, g.colGroup, g.groupStride};
   if (k == 0) {  // the empty chain is +0, then the epilogue
     std::vector<float> zeros(static_cast<std::size_t>(n), 0.0f);
-    for (std::int64_t i = 0; i < m; ++i) epilogueSegment(g.e, zeros.data(), i, 0, n, g.out, g.outDType, g.ldo);
+    for (std::int64_t i = 0; i < m; ++i) storeThrough<1>(target, zeros.data(), 0, 1, i, 0, n);
     return;
   }
   const Blocking bl = blockingFor(k, n, g.packA != nullptr);
-  // The k blocks' chains wait in the output when it is F32; a 16-bit output keeps them in a
-  // thread's own F32 block (the item's rows x nc), only when k takes more than one block.
-  const bool interInOut = g.outDType == DType::F32;
+  // The k blocks' chains wait in the output when it is F32 with its columns in place; else (a
+  // 16-bit output, column groups) in a thread's own F32 block (the item's rows x nc), only when k
+  // takes more than one block.
+  const bool interInOut = g.outDType == DType::F32 && g.colGroup == 0;
   const bool oneBlock = k <= bl.kc;
   const int threads = omp_get_max_threads();
   // Each item is a block of nc columns and a share of the rows (at most mc of them; more shares
@@ -492,6 +520,21 @@ void convStoreHost(const ConvProduct::Args& a, const Epilogue& e, void* out, DTy
   std::vector<float> keepW;
   gemmStoreHost({DType::F32, a.o, pixels, q, roundedOperand(a.w, a.o * q, a.compute, keepW), q, nullptr, 0, 0, e, out,
                  outDType, pixels, &patches});
+}
+
+void convBatchStoreHost(DType compute, const float* w, const float* x, std::int64_t n, std::int64_t o, std::int64_t c,
+                        std::int64_t h, std::int64_t wd, std::int64_t kh, std::int64_t kw, std::int64_t pad,
+                        const Epilogue& e, void* out, DType outDType) {
+  const std::int64_t q = c * kh * kw, oh = h + 2 * pad - kh + 1, ow = wd + 2 * pad - kw + 1, pixels = oh * ow;
+  std::vector<float> keepX, keepW;
+  const ImagePatches patches{roundedOperand(x, n * c * h * wd, compute, keepX), c, h, wd, kh, kw, pad, ow, pixels};
+  Epilogue perRow = e;
+  perRow.biasPerRow = true;
+  GemmStore g{DType::F32, o, n * pixels, q, roundedOperand(w, o * q, compute, keepW), q, nullptr, 0, 0, perRow, out,
+              outDType, pixels, &patches};
+  g.colGroup = pixels;
+  g.groupStride = o * pixels;
+  gemmStoreHost(g);
 }
 
 void ConvProduct::host(const Args& a) {

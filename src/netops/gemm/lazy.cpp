@@ -280,6 +280,14 @@ void Lazy::storeInto(const Tensor& out) const {
     return;
   }
 
+  if (fused && kind_ == Kind::ConvBatch && stride_ == 1) {
+    // All images in one product, the patches packed from the images into the B panels, each tile
+    // through the epilogue into out [b] (its residual from the residual's image b).
+    gm::convBatchStoreHost(compute_, a_.data<float>(), b_.data<float>(), b_.dim(0), a_.dim(0), b_.dim(1), b_.dim(2),
+                           b_.dim(3), kh_, kw_, pad_, e, out.raw(), out_);
+    return;
+  }
+
   // The product in F32, as [rows, cols] (conv3: one [o, h w] frame after another).
   const std::int64_t cols = shape_.back();
   const std::int64_t rows = out.numel() / std::max<std::int64_t>(cols, 1);

@@ -2,7 +2,6 @@
 // planes, 16 windows side by side by the formulas CUDA runs on one). Equals
 // tests/reference/conv_reference.cpp bit for bit.
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -68,16 +67,11 @@ void poolGrad2x2Rows(const float* xTop, const float* dyRow, std::int64_t w, std:
     for (int i = 0; i < 2; ++i) {
       const f32x16 left = average ? share : exact::select(at == 2 * i, share, f32x16{});
       const f32x16 right = average ? share : exact::select(at == 2 * i + 1, share, f32x16{});
-      float l[16], r[16], both[32];
-      std::memcpy(l, &left, sizeof l);
-      std::memcpy(r, &right, sizeof r);
-      for (int k = 0; k < 16; ++k) {
-        both[2 * k] = l[k];
-        both[2 * k + 1] = r[k];
-      }
+      f32x16 lo, hi;
+      exact::interleaveLanes(left, right, lo, hi);
       float* row = dTop + i * w + 2 * ox;
-      exact::store16(row, exact::load16(both, 16), 2 * lanes);
-      if (lanes > 8) exact::store16(row + 16, exact::load16(both + 16, 16), 2 * lanes - 16);
+      exact::store16(row, lo, 2 * lanes);
+      if (lanes > 8) exact::store16(row + 16, hi, 2 * lanes - 16);
     }
   }
 }
