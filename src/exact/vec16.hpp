@@ -63,6 +63,10 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 }
+/// Lanes 1, 3, ..., 15 of a, then 1, 3, ..., 15 of b.
+GIZML_VEC f32x16 oddLanes(f32x16 a, f32x16 b) {
+  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
 /// a and b interleaved, a0 b0 a1 b1 ...: lanes 0-7 of each into lo, lanes 8-15 into hi.
 GIZML_VEC void interleaveLanes(f32x16 a, f32x16 b, f32x16& lo, f32x16& hi) {
   lo = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -222,6 +226,10 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),
                 __builtin_shufflevector(b.h[0], b.h[1], 0, 2, 4, 6, 8, 10, 12, 14));
+}
+GIZML_VEC f32x16 oddLanes(f32x16 a, f32x16 b) {
+  return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 1, 3, 5, 7, 9, 11, 13, 15),
+                __builtin_shufflevector(b.h[0], b.h[1], 1, 3, 5, 7, 9, 11, 13, 15));
 }
 GIZML_VEC void interleaveLanes(f32x16 a, f32x16 b, f32x16& lo, f32x16& hi) {
   lo = f32x16(__builtin_shufflevector(a.h[0], b.h[0], 0, 8, 1, 9, 2, 10, 3, 11),

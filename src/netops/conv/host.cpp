@@ -89,10 +89,12 @@ void Col2im::host(const Args& a) {
 
 void col2imRowsHost(const float* colsT, const Geometry2d& g, float* out) {
   const std::int64_t rows = g.n * g.oh * g.ow;
+  // Planes channel by channel, image by image within a channel: a channel's rows of colsT are
+  // then read front to back.
 #pragma omp parallel for schedule(static)
-  for (std::int64_t plane = 0; plane < g.n * g.c; ++plane) {
-    const std::int64_t ch = plane % g.c, b = plane / g.c;
-    float* dst = out + plane * g.h * g.w;
+  for (std::int64_t item = 0; item < g.n * g.c; ++item) {
+    const std::int64_t ch = item / g.n, b = item % g.n;
+    float* dst = out + (b * g.c + ch) * g.h * g.w;
     std::fill(dst, dst + g.h * g.w, 0.0f);
     for (std::int64_t i = 0; i < g.kh; ++i)
       for (std::int64_t j = 0; j < g.kw; ++j) {

@@ -52,6 +52,48 @@ exact::i32x16 argmax16(const Windows16& win, std::int64_t size) {
   return at;
 }
 
+/// The four values of `lanes` (<= 16) neighbouring 2 x 2 windows at stride 2 whose top row starts
+/// at `top` (row stride w), in window order (0, 0), (0, 1), (1, 0), (1, 1): each row's 2 lanes
+/// values loaded once and split into even and odd lanes. Lanes past `lanes` are +0. poolMaxOf,
+/// poolArgmax and poolMeanOf are written out for these four below (their generic loops indexed
+/// an array of vectors, which kept it in memory: 4.7 against 1.7 ms for the forward pass of
+/// [128, 32, 28, 28] on one thread of an AMD EPYC, AVX2).
+struct Windows2x2 {
+  f32x16 v00, v01, v10, v11;
+  Windows2x2(const float* top, std::int64_t w, std::int64_t lanes) {
+    const std::int64_t span = 2 * lanes;
+    const f32x16 a = exact::load16(top, span), b = span > 16 ? exact::load16(top + 16, span - 16) : f32x16{};
+    const f32x16 c = exact::load16(top + w, span), d = span > 16 ? exact::load16(top + w + 16, span - 16) : f32x16{};
+    v00 = exact::evenLanes(a, b);
+    v01 = exact::oddLanes(a, b);
+    v10 = exact::evenLanes(c, d);
+    v11 = exact::oddLanes(c, d);
+  }
+  /// poolMaxOf: the first largest in window order ((0, 0) against itself never takes).
+  f32x16 max() const {
+    f32x16 best = v00;
+    best = exact::select(pool::poolMaxTakes(v01, best), v01, best);
+    best = exact::select(pool::poolMaxTakes(v10, best), v10, best);
+    return exact::select(pool::poolMaxTakes(v11, best), v11, best);
+  }
+  /// poolArgmax: that maximum's offset i 2 + j.
+  exact::i32x16 argmax() const {
+    f32x16 best = v00;
+    exact::i32x16 at{};
+    auto consider = [&](const f32x16& v, std::int32_t offset) {
+      const exact::i32x16 takes = pool::poolMaxTakes(v, best);
+      best = exact::select(takes, v, best);
+      at = exact::select(takes, exact::i32x16{} + offset, at);
+    };
+    consider(v01, 1);
+    consider(v10, 2);
+    consider(v11, 3);
+    return at;
+  }
+  /// poolMeanOf: the four added in window order from +0, times factor.
+  f32x16 mean(float factor) const { return ((((f32x16{} + v00) + v01) + v10) + v11) * factor; }
+};
+
 /// Rows 2 oy and 2 oy + 1 of a plane's dx from their windows of 2 x 2 at stride 2, which do not
 /// overlap: each element is in one window, so it is written once, +0 + its window's share (dy,
 /// or dy times the factor) where that window takes it (its maximum, or all four for the mean),
@@ -63,7 +105,7 @@ void poolGrad2x2Rows(const float* xTop, const float* dyRow, std::int64_t w, std:
     const std::int64_t lanes = ow - ox < 16 ? ow - ox : 16;
     const f32x16 grad = exact::load16(dyRow + ox, lanes);
     const f32x16 share = f32x16{} + (average ? grad * factor : grad);
-    const exact::i32x16 at = average ? exact::i32x16{} : argmax16(Windows16{xTop + 2 * ox, w, 2, lanes}, 2);
+    const exact::i32x16 at = average ? exact::i32x16{} : Windows2x2(xTop + 2 * ox, w, lanes).argmax();
     for (int i = 0; i < 2; ++i) {
       const f32x16 left = average ? share : exact::select(at == 2 * i, share, f32x16{});
       const f32x16 right = average ? share : exact::select(at == 2 * i + 1, share, f32x16{});
@@ -86,6 +128,19 @@ void pool::Pool2d::host(const Args& a) {
   const float factor = a.factor;
   float* y = a.out;
   const std::int64_t lines = g.planes * g.oh;
+  if (g.size == 2 && g.stride == 2) {  // the usual pooling: each row's values loaded once
+#pragma omp parallel for schedule(static)
+    for (std::int64_t line = 0; line < lines; ++line) {
+      const std::int64_t oy = line % g.oh, plane = line / g.oh;
+      const float* top = x + (plane * g.h + 2 * oy) * g.w;
+      for (std::int64_t ox = 0; ox < g.ow; ox += 16) {
+        const std::int64_t lanes = g.ow - ox < 16 ? g.ow - ox : 16;
+        const Windows2x2 win(top + 2 * ox, g.w, lanes);
+        exact::store16(y + line * g.ow + ox, average ? win.mean(factor) : win.max(), lanes);
+      }
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (std::int64_t line = 0; line < lines; ++line) {
     const std::int64_t oy = line % g.oh, plane = line / g.oh;
