@@ -262,6 +262,18 @@ void Lazy::storeInto(const Tensor& out) const {
     gm::gemmStoreHost({compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, e, out.raw(), out_, n});
     return;
   }
+  if (fused && kind_ == Kind::MatmulNN) {  // b [k, n] read as it is (its columns contiguous)
+    const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(1);
+    gm::gemmStoreHost({compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), 1, n, e, out.raw(), out_, n});
+    return;
+  }
+  if (fused && kind_ == Kind::MatmulTN) {  // a [k, m] transposed into a temporary [m, k] (a copy)
+    const std::int64_t k = a_.dim(0), m = a_.dim(1), n = b_.dim(1);
+    Tensor at = Tensor::empty({m, k}, DType::F32, device());
+    if (at.numel() > 0) detail::run<gm::Permute3>(detail::gpuOf(a_), {a_.data<float>(), {1, k, m}, {0, 2, 1}, at.data<float>()});
+    gm::gemmStoreHost({compute_, m, n, k, at.data<float>(), k, b_.data<float>(), 1, n, e, out.raw(), out_, n});
+    return;
+  }
   if (fused && (kind_ == Kind::Conv || kind_ == Kind::Conv3)) {
     // A convolution: per frame (one for lazyConv), w [o, c kh kw] times the frame's patches, each
     // frame with its own residual frame; lazyConv3's frames t .. t + 2 are contiguous: one image
