@@ -107,6 +107,33 @@ TEST(MmaLayout, FragmentMapsAreThePtxTables) {
   }
 }
 
+// A register's elements are k-adjacent (A: along a row; B: down a column), element 0 first: what
+// lets a kernel (gemm/cuda.cu's mmaBlock) fill a register with one 32-bit load at its element 0 from
+// A row-major or Bᵀ row-major.
+TEST(MmaLayout, RegisterElementsAreAdjacentAlongK) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int reg = 0; reg < 4; ++reg) {
+      const RowCol a0 = mma::fragmentA16x16(lane, reg, 0), a1 = mma::fragmentA16x16(lane, reg, 1);
+      EXPECT_TRUE(a1.row == a0.row && a1.col == a0.col + 1) << "A16x16 lane " << lane << " reg " << reg;
+      for (int e = 1; e < 4; ++e) {
+        const RowCol b0 = mma::fragmentA16x32(lane, reg, 0), be = mma::fragmentA16x32(lane, reg, e);
+        EXPECT_TRUE(be.row == b0.row && be.col == b0.col + e) << "A16x32 lane " << lane << " reg " << reg;
+      }
+    }
+    for (int reg = 0; reg < 2; ++reg) {
+      const RowCol b0 = mma::fragmentB16x8(lane, reg, 0), b1 = mma::fragmentB16x8(lane, reg, 1);
+      EXPECT_TRUE(b1.row == b0.row + 1 && b1.col == b0.col) << "B16x8 lane " << lane << " reg " << reg;
+      EXPECT_EQ(b0.row % 2, 0) << "B16x8 lane " << lane << ": a 32-bit load needs an even k";
+      for (int e = 1; e < 4; ++e) {
+        const RowCol c0 = mma::fragmentB32x8(lane, reg, 0), ce = mma::fragmentB32x8(lane, reg, e);
+        EXPECT_TRUE(ce.row == c0.row + e && ce.col == c0.col) << "B32x8 lane " << lane << " reg " << reg;
+      }
+    }
+    for (int reg = 0; reg < 4; ++reg)
+      EXPECT_EQ(mma::fragmentA16x16(lane, reg, 0).col % 2, 0) << "A16x16 lane " << lane << ": even k";
+  }
+}
+
 TEST(MmaLayout, LdmatrixMapsAreBijections) {
   std::vector<int> rows(32, 0), elems(64, 0), trans(64, 0);
   for (int lane = 0; lane < 32; ++lane) {
