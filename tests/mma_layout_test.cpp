@@ -8,7 +8,9 @@
 //   3. ldmatrix.x4 (and .trans) emulated from a swizzled shared-memory tile filled by the cp.async
 //      chunk map gives exactly the registers the mma fragment maps require, so ldmatrix then mma
 //      computes the right product; and the swizzle keeps every ldmatrix phase and every copy phase
-//      free of bank conflicts.
+//      free of bank conflicts;
+//   4. on a GPU (skipped without one), the real instructions with registers filled and D stored by
+//      the maps (core/mma_for_test.cu) equal the plain product: the maps are the hardware's.
 //
 // Break check (done once, by hand): with fragmentB16x8's row changed to `2 * threadInGroup(lane) +
 // half + 4 * reg` (a wrong k for b2, b3), the four tests that use that map failed (bijection:
@@ -19,11 +21,15 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "exact/convert.hpp"
 #include "exact/mma_layout.hpp"
+#include "gizml/gpu.hpp"
 #include "gizml/key.hpp"
+#include "support/gpu.hpp"
 
 namespace {
 
@@ -531,6 +537,82 @@ TEST(MmaLayout, SwizzleIsAPermutationAndCopiesAreConflictFree) {
           used |= 1 << group;
         }
       }
+  }
+}
+
+// ---- the same on the hardware ---------------------------------------------------------------------
+
+/// Runs cudaMmaForTest on GPU 0 with host tiles a and b (bytes), returning D's 16 x 8 values as T;
+/// false where the build has no such instruction for this GPU.
+template <class T>
+bool runOnGpu(gizml::detail::MmaForTest kind, const void* a, std::size_t aBytes, const void* b, std::size_t bBytes,
+              std::vector<T>& d) {
+  namespace detail = gizml::detail;
+  const gizml::Gpu gpu = gizml::Gpu::open(0);
+  const int dev = gpu.device.index;
+  void* da = detail::cudaAllocate(dev, aBytes);
+  void* db = detail::cudaAllocate(dev, bBytes);
+  void* dd = detail::cudaAllocate(dev, 16 * 8 * sizeof(T));
+  bool ran = false;
+  try {
+    detail::cudaCopy(da, gpu.device, a, gizml::Device::host(), aBytes);
+    detail::cudaCopy(db, gpu.device, b, gizml::Device::host(), bBytes);
+    ran = detail::cudaMmaForTest(gpu, kind, da, db, dd);
+    d.assign(16 * 8, T{});
+    if (ran) detail::cudaCopy(d.data(), gizml::Device::host(), dd, gpu.device, 16 * 8 * sizeof(T));
+  } catch (...) {
+    detail::cudaRelease(dev, da);
+    detail::cudaRelease(dev, db);
+    detail::cudaRelease(dev, dd);
+    throw;
+  }
+  detail::cudaRelease(dev, da);
+  detail::cudaRelease(dev, db);
+  detail::cudaRelease(dev, dd);
+  return ran;
+}
+
+template <class T>
+void expectRowMajor(const char* name, const std::vector<T>& d, const std::vector<std::int64_t>& want) {
+  for (int i = 0; i < 16 * 8; ++i)
+    EXPECT_EQ(static_cast<std::int64_t>(d[i]), want[i]) << name << ": D(" << i / 8 << ", " << i % 8 << ")";
+}
+
+TEST(MmaLayoutCuda, RealInstructionsByTheMapsEqualThePlainProduct) {
+  GIZML_NEED_GPU();
+  using gizml::detail::MmaForTest;
+  const std::vector<int> zero(16 * 8, 0);
+  {
+    const auto a = randomInts(Key{10, 1}, 16 * 16, -8, 8), b = randomInts(Key{10, 2}, 16 * 8, -8, 8);
+    const auto a16 = encodeAll(a, gizml::exact::floatToBF16), b16 = encodeAll(b, gizml::exact::floatToBF16);
+    const auto want = plainProduct(a, b, zero, 16, 8, 16);
+    for (auto [kind, name] : {std::pair{MmaForTest::Bf16, "m16n8k16 bf16"},
+                              std::pair{MmaForTest::Bf16Ldmatrix, "cp.async, ldmatrix.x4, m16n8k16"},
+                              std::pair{MmaForTest::Bf16LdmatrixTrans, "cp.async, ldmatrix.x4.trans, m16n8k16"}}) {
+      std::vector<float> d;
+      ASSERT_TRUE(runOnGpu(kind, a16.data(), a16.size() * 2, b16.data(), b16.size() * 2, d)) << name;
+      expectRowMajor(name, d, want);
+    }
+  }
+  {
+    const auto a = randomInts(Key{10, 3}, 16 * 32, -128, 127), b = randomInts(Key{10, 4}, 32 * 8, -128, 127);
+    std::vector<std::uint8_t> a8(a.size()), b8(b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) a8[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(a[i]));
+    for (std::size_t i = 0; i < b.size(); ++i) b8[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(b[i]));
+    std::vector<std::int32_t> d;
+    ASSERT_TRUE(runOnGpu(MmaForTest::S8, a8.data(), a8.size(), b8.data(), b8.size(), d));
+    expectRowMajor("m16n8k32 s8", d, plainProduct(a, b, zero, 16, 8, 32));
+  }
+  {
+    const auto a = randomInts(Key{10, 5}, 16 * 32, -8, 8), b = randomInts(Key{10, 6}, 32 * 8, -8, 8);
+    std::vector<std::uint8_t> a8(a.size()), b8(b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) a8[i] = gizml::exact::floatToE4M3(static_cast<float>(a[i]));
+    for (std::size_t i = 0; i < b.size(); ++i) b8[i] = gizml::exact::floatToE4M3(static_cast<float>(b[i]));
+    std::vector<float> d;
+    if (runOnGpu(MmaForTest::E4M3, a8.data(), a8.size(), b8.data(), b8.size(), d))
+      expectRowMajor("m16n8k32 e4m3", d, plainProduct(a, b, zero, 16, 8, 32));
+    else
+      RecordProperty("e4m3", "not built for this GPU (needs sm_89 or later code)");
   }
 }
 
