@@ -27,7 +27,7 @@ namespace gizml::netops::attn {
 /// its keys (skip it), every query sees every key (no mask), or some do (mask each element).
 enum class TileMask { Empty, Full, Partial };
 
-/// The tile's mask. `rows` counts only real queries (i0 + rows <= tq); `cols` is the block's size,
+/// The tile's mask. `rows` counts only real queries (1 <= rows, i0 + rows <= tq); `cols` is the block's size,
 /// keys past tk included: a ragged last block is never Full. A query's visible keys are a prefix
 /// (visibleKeys) that never shrinks as i grows, so the tile's first and last rows bound all others.
 GIZML_HD TileMask tileMask(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, std::int64_t tq,
