@@ -49,6 +49,17 @@ void cudaGatherForTest(const Gpu& g, const float* src, std::int64_t n, const flo
 enum class MathForTest { Exp, Log, Silu, Sigmoid, GeluTanh };
 void cudaMathForTest(const Gpu& g, MathForTest f, std::uint32_t firstBits, std::int64_t count, float* out);
 
+/// Test-only: one warp runs one matrix-core instruction, its registers filled and its D stored
+/// through exact/mma_layout.hpp's maps (core/mma_for_test.cu). Device pointers, row-major:
+///   Bf16 / Bf16Ldmatrix / Bf16LdmatrixTrans: a [16][16], b [16 k][8 n] BF16 bits, d [16][8] F32
+///     (mma m16n8k16; the registers loaded directly, or by cp.async into a swizzled shared tile and
+///     ldmatrix.x4, B from Bᵀ or with .trans);
+///   S8: a [16][32], b [32 k][8 n] int8, d [16][8] int32; E4M3: the same in E4M3 bytes, d F32
+///     (mma m16n8k32). Returns false, running nothing, where the build has no such instruction for
+///     the GPU (E4M3 before sm_89).
+enum class MmaForTest { Bf16, Bf16Ldmatrix, Bf16LdmatrixTrans, S8, E4M3 };
+bool cudaMmaForTest(const Gpu& g, MmaForTest kind, const void* a, const void* b, void* d);
+
 /// a * b + c as the library's own compiler flags build it (tests/build_flags_test.cpp: it must not
 /// be fused into one fma).
 float hostMultiplyAdd(float a, float b, float c);

@@ -74,5 +74,6 @@ void cudaGatherForTest(const Gpu&, const float*, std::int64_t, const float*, std
 void cudaCheck(int, const char*) {}
 void cudaMathForTest(const Gpu&, MathForTest, std::uint32_t, std::int64_t, float*) { noCuda("gizml::detail::mathForTest"); }
 float cudaMultiplyAdd(int, float, float, float) { noCuda("gizml::detail::cudaMultiplyAdd"); }
+bool cudaMmaForTest(const Gpu&, MmaForTest, const void*, const void*, void*) { noCuda("gizml::detail::mmaForTest"); }
 }  // namespace gizml::detail
 #endif

@@ -6,11 +6,14 @@
 
 #include "core/cuda_launch.cuh"
 #include "exact/convert.hpp"
+#include "exact/mma_layout.hpp"
 #include "netops/gemm/gemm.hpp"
 
 namespace gizml::netops::gemm {
 
 namespace {
+
+namespace mma = exact::mma;
 
 // ---- operand loaders: element (row or column, step of the chain) --------------------------------
 struct DenseA {  // a [m, k], row stride ld
@@ -114,7 +117,7 @@ __device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA 
   __shared__ __align__(16) std::uint16_t As[64][kPadK];
   __shared__ __align__(16) std::uint16_t Bs[64][kPadK];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int wm = warp / 2, wn = warp % 2, g = lane / 4, t = lane % 4;
+  const int wm = warp / 2, wn = warp % 2;
   const Tile tile = tileOf(n, 64);
   const std::int64_t m0 = tile.m0, n0 = tile.n0;
   float acc[2][4][4] = {};
@@ -131,18 +134,26 @@ __device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA 
       Bs[j][kk] = toHalf<kBF16>(in ? lb(n0 + j, k0 + kk) : 0.0f);
     }
     __syncthreads();
+    // The fragments by the PTX maps (exact/mma_layout.hpp, checked by tests/mma_layout_test.cpp):
+    // a register's two halves are k-adjacent in a row of As (of Bs: Bs holds Bᵀ, k contiguous), so
+    // each register is one 32-bit load at its element 0.
     for (int ks = 0; ks < kMmaBK; ks += 16) {
       for (int mi = 0; mi < 2; ++mi) {
-        const int r = wm * 32 + mi * 16 + g;
-        const std::uint32_t a0 = *reinterpret_cast<const std::uint32_t*>(&As[r][ks + 2 * t]);
-        const std::uint32_t a1 = *reinterpret_cast<const std::uint32_t*>(&As[r + 8][ks + 2 * t]);
-        const std::uint32_t a2 = *reinterpret_cast<const std::uint32_t*>(&As[r][ks + 2 * t + 8]);
-        const std::uint32_t a3 = *reinterpret_cast<const std::uint32_t*>(&As[r + 8][ks + 2 * t + 8]);
+        std::uint32_t a[4];
+#pragma unroll
+        for (int reg = 0; reg < 4; ++reg) {
+          const mma::RowCol at = mma::fragmentA16x16(lane, reg, 0);
+          a[reg] = *reinterpret_cast<const std::uint32_t*>(&As[wm * 32 + mi * 16 + at.row][ks + at.col]);
+        }
+#pragma unroll
         for (int ni = 0; ni < 4; ++ni) {
-          const int j = wn * 32 + ni * 8 + g;
-          const std::uint32_t b0 = *reinterpret_cast<const std::uint32_t*>(&Bs[j][ks + 2 * t]);
-          const std::uint32_t b1 = *reinterpret_cast<const std::uint32_t*>(&Bs[j][ks + 2 * t + 8]);
-          mma16816<kBF16>(acc[mi][ni], a0, a1, a2, a3, b0, b1);
+          std::uint32_t b[2];
+#pragma unroll
+          for (int reg = 0; reg < 2; ++reg) {
+            const mma::RowCol at = mma::fragmentB16x8(lane, reg, 0);  // (k, n)
+            b[reg] = *reinterpret_cast<const std::uint32_t*>(&Bs[wn * 32 + ni * 8 + at.col][ks + at.row]);
+          }
+          mma16816<kBF16>(acc[mi][ni], a[0], a[1], a[2], a[3], b[0], b[1]);
         }
       }
     }
@@ -150,12 +161,13 @@ __device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA 
   }
   for (int mi = 0; mi < 2; ++mi)
     for (int ni = 0; ni < 4; ++ni)
-      for (int h = 0; h < 2; ++h)
-        for (int q = 0; q < 2; ++q) {
-          const std::int64_t row = m0 + wm * 32 + mi * 16 + g + 8 * h;
-          const std::int64_t col = n0 + wn * 32 + ni * 8 + 2 * t + q;
-          if (row < m && col < n) c[row * ldc + col] = acc[mi][ni][2 * h + q];
-        }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mma::RowCol at = mma::fragmentC16x8(lane, i);
+        const std::int64_t row = m0 + wm * 32 + mi * 16 + at.row;
+        const std::int64_t col = n0 + wn * 32 + ni * 8 + at.col;
+        if (row < m && col < n) c[row * ldc + col] = acc[mi][ni][i];
+      }
 }
 
 struct GemmLaunch {

@@ -1,0 +1,157 @@
+// Test-only: one warp runs one real matrix-core instruction with its registers filled, and its
+// result stored, through exact/mma_layout.hpp's maps (cudaMmaForTest, core/backend.hpp). On a GPU,
+// tests/mma_layout_test.cpp compares the result with a plain product: the maps the host test
+// checks by emulation are then checked against the hardware too.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/backend.hpp"
+#include "core/cuda_launch.cuh"
+#include "exact/mma_layout.hpp"
+
+namespace gizml::detail {
+
+namespace {
+
+namespace mma = exact::mma;
+
+struct MmaArgs {
+  MmaForTest kind;
+  const void* a;
+  const void* b;
+  void* d;
+};
+
+__device__ __forceinline__ unsigned sharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 from this lane's row address.
+__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const std::uint16_t* row, bool trans) {
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+}
+
+/// A [16][32] and B [32 k][8 n] bytes into the m16n8k32 registers, by the fragment maps.
+__device__ void loadBytes(const std::uint8_t* A, const std::uint8_t* B, int lane, std::uint32_t (&a)[4],
+                          std::uint32_t (&b)[2]) {
+  for (int reg = 0; reg < 4; ++reg) {
+    a[reg] = 0;
+    for (int e = 0; e < 4; ++e) {
+      const mma::RowCol at = mma::fragmentA16x32(lane, reg, e);
+      a[reg] |= static_cast<std::uint32_t>(A[at.row * 32 + at.col]) << (8 * e);
+    }
+  }
+  for (int reg = 0; reg < 2; ++reg) {
+    b[reg] = 0;
+    for (int e = 0; e < 4; ++e) {
+      const mma::RowCol at = mma::fragmentB32x8(lane, reg, e);
+      b[reg] |= static_cast<std::uint32_t>(B[at.row * 8 + at.col]) << (8 * e);
+    }
+  }
+}
+
+template <class T>
+__device__ void storeD(void* d, int lane, const T (&acc)[4]) {
+  for (int i = 0; i < 4; ++i) {
+    const mma::RowCol at = mma::fragmentC16x8(lane, i);
+    static_cast<T*>(d)[at.row * 8 + at.col] = acc[i];
+  }
+}
+
+__global__ void mmaForTestKernel(const MmaArgs p) {
+  const int lane = static_cast<int>(threadIdx.x);
+  if (p.kind == MmaForTest::S8 || p.kind == MmaForTest::E4M3) {
+    std::uint32_t a[4], b[2];
+    loadBytes(static_cast<const std::uint8_t*>(p.a), static_cast<const std::uint8_t*>(p.b), lane, a, b);
+    if (p.kind == MmaForTest::S8) {
+      std::int32_t acc[4] = {0, 0, 0, 0};
+      asm volatile(
+          "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+          : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      storeD(p.d, lane, acc);
+    } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      asm volatile(
+          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      storeD(p.d, lane, acc);
+#endif
+    }
+    return;
+  }
+  // BF16: A [16][16], B [16 k][8 n].
+  const auto* A = static_cast<const std::uint16_t*>(p.a);
+  const auto* B = static_cast<const std::uint16_t*>(p.b);
+  std::uint32_t a[4] = {0, 0, 0, 0}, b[2] = {0, 0};
+  if (p.kind == MmaForTest::Bf16) {
+    for (int reg = 0; reg < 4; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const mma::RowCol at = mma::fragmentA16x16(lane, reg, h);
+        a[reg] |= static_cast<std::uint32_t>(A[at.row * 16 + at.col]) << (16 * h);
+      }
+    for (int reg = 0; reg < 2; ++reg)
+      for (int h = 0; h < 2; ++h) {
+        const mma::RowCol at = mma::fragmentB16x8(lane, reg, h);
+        b[reg] |= static_cast<std::uint32_t>(B[at.row * 8 + at.col]) << (16 * h);
+      }
+  } else {
+    // A by cp.async into its swizzled shared tile: 16 rows x 2 chunks, one chunk a lane.
+    __shared__ __align__(16) std::uint16_t sa[16 * 16];
+    __shared__ __align__(16) std::uint16_t sb[16 * 16];
+    const bool trans = p.kind == MmaForTest::Bf16LdmatrixTrans;
+    const mma::Chunk c = mma::copyChunkOf(lane, 0, 32, 2);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                     sharedAddress(sa + mma::swizzledOffset(c.row, 8 * c.chunk, 16))),
+                 "l"(A + c.row * 16 + 8 * c.chunk));
+    asm volatile("cp.async.commit_group;\n" ::);
+    // B as ldmatrix reads it: Bᵀ [16 n][16 k] (n >= 8 zero), or with .trans B [16 k][16 n] (n >= 8 zero).
+    for (int e = lane; e < 256; e += 32) {
+      const int r = e / 16, col = e % 16;
+      const std::uint16_t v = trans ? (col < 8 ? B[r * 8 + col] : 0) : (r < 8 ? B[col * 8 + r] : 0);
+      sb[mma::swizzledOffset(r, col, 16)] = v;
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    __syncthreads();
+    const mma::RowCol at = mma::ldmatrixAddressA(lane);
+    ldmatrixX4(a, sa + mma::swizzledOffset(at.row, at.col, 16), false);
+    const mma::RowCol bt = trans ? mma::ldmatrixTransAddressB(lane) : mma::ldmatrixAddressB(lane);
+    std::uint32_t r[4];
+    ldmatrixX4(r, sb + mma::swizzledOffset(bt.row, bt.col, 16), trans);
+    b[0] = r[0];  // registers 0, 1: the B fragment of n 0-7
+    b[1] = r[1];
+  }
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  storeD(p.d, lane, acc);
+}
+
+}  // namespace
+
+bool cudaMmaForTest(const Gpu& g, MmaForTest kind, const void* a, const void* b, void* d) {
+  if (kind == MmaForTest::E4M3) {
+    // The E4M3 instruction is in the kernel only where it was compiled for sm_89 or later (this
+    // build's 90a; a GPU running the compute_80 PTX has none).
+    cudaFuncAttributes attributes{};
+    useDevice(g.device.index, "gizml::detail::mmaForTest");
+    cudaCheck(cudaFuncGetAttributes(&attributes, mmaForTestKernel), "gizml::detail::mmaForTest");
+    if (attributes.ptxVersion < 89) return false;
+  }
+  launch(g, "gizml::detail::mmaForTest", mmaForTestKernel, Grid{1, 32}, MmaArgs{kind, a, b, d});
+  return true;
+}
+
+}  // namespace gizml::detail
