@@ -344,11 +344,16 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenMP reads its wait policy when it loads, before main: set it and start again. Passive
-  // threads sleep between the many short parallel regions of a step rather than spin (measured
-  // faster on 2 cores shared with other work); an explicit OMP_WAIT_POLICY is kept.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+  // OpenMP reads its wait policy when it loads, before main: set it and start again. A step is
+  // some 60 short parallel regions; threads that sleep between them are woken each time, which in
+  // a virtual machine took longer than many of the regions (measured on 2 vCPUs of an AMD EPYC: an
+  // epoch in 35-42 s sleeping, 28-29 s spinning 20000 times before sleeping). Spinning costs where
+  // another program wants the cores (one busy competitor: 21 s against 16 s for 150 steps), so
+  // OMP_WAIT_POLICY=passive is the setting for a shared machine; an explicit OMP_WAIT_POLICY or
+  // GOMP_SPINCOUNT is kept.
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+    setenv("OMP_WAIT_POLICY", "active", 1);
+    setenv("GOMP_SPINCOUNT", "20000", 1);  // a bounded spin (libgomp), then sleep
     execv("/proc/self/exe", argv);  // on failure, go on as we are
   }
   Options o;
