@@ -48,9 +48,31 @@ __device__ __forceinline__ Tile tileOf(std::int64_t n, int tileN) {
   return {b / tilesN * kBM, b % tilesN * tileN};
 }
 
+/// Element (row, col) of an [.., cols] output through the epilogue, stored as the target's dtype:
+/// the GEMMs' store and the epilogue kernel share it.
+__device__ __forceinline__ void storeThroughEpilogue(const EpilogueTarget& t, float v, std::int64_t row,
+                                                     std::int64_t col, std::int64_t cols) {
+  const float y = applyEpilogue(t.e, v, row, col, cols);
+  const std::int64_t at = row * cols + col;
+  if (t.outDType == DType::F32) static_cast<float*>(t.out)[at] = y;
+  else static_cast<std::uint16_t*>(t.out)[at] = toHalfBits(y, t.outDType == DType::BF16);
+}
+
+/// Where a block's chains go as they leave the registers: c (row stride ldc) as they are, or with
+/// target.out set through the epilogue into target.out [m, n] (the epilogue in the store: no F32
+/// product, no second pass).
+struct ChainStore {
+  float* c;
+  std::int64_t ldc, n;
+  EpilogueTarget target;
+  __device__ void operator()(std::int64_t row, std::int64_t col, float v) const {
+    if (target.out) storeThroughEpilogue(target, v, row, col, n);
+    else c[row * ldc + col] = v;
+  }
+};
+
 template <class LoadB>
-__device__ void exactBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, float* c,
-                           std::int64_t ldc) {
+__device__ void exactBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, const ChainStore& store) {
   __shared__ float As[kBK][kBM];
   __shared__ float Bs[kBK][kBN];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -82,7 +104,7 @@ __device__ void exactBlock(std::int64_t m, std::int64_t n, std::int64_t k, Dense
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) {
       const std::int64_t row = m0 + ty + 16 * i, col = n0 + tx + 16 * j;
-      if (row < m && col < n) c[row * ldc + col] = acc[i][j];
+      if (row < m && col < n) store(row, col, acc[i][j]);
     }
 }
 
@@ -112,8 +134,7 @@ __device__ __forceinline__ void mma16816(float (&d)[4], std::uint32_t a0, std::u
 }
 
 template <bool kBF16, class LoadB>
-__device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, float* c,
-                         std::int64_t ldc) {
+__device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, const ChainStore& store) {
   __shared__ __align__(16) std::uint16_t As[64][kPadK];
   __shared__ __align__(16) std::uint16_t Bs[64][kPadK];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -166,7 +187,7 @@ __device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA 
         const mma::RowCol at = mma::fragmentC16x8(lane, i);
         const std::int64_t row = m0 + wm * 32 + mi * 16 + at.row;
         const std::int64_t col = n0 + wn * 32 + ni * 8 + at.col;
-        if (row < m && col < n) c[row * ldc + col] = acc[mi][ni][i];
+        if (row < m && col < n) store(row, col, acc[mi][ni][i]);
       }
 }
 
@@ -174,6 +195,7 @@ struct GemmLaunch {
   std::int64_t m, n, k;
   std::int64_t ldc;
   float* c;
+  EpilogueTarget target;  // out set: the chains through the epilogue into target.out, c unused
 };
 
 template <class LoadB>
@@ -185,11 +207,11 @@ struct ProductArgs {
 
 template <class LoadB>
 __global__ void __launch_bounds__(kThreads) exactKernel(const ProductArgs<LoadB> a) {
-  exactBlock(a.p.m, a.p.n, a.p.k, a.la, a.lb, a.p.c, a.p.ldc);
+  exactBlock(a.p.m, a.p.n, a.p.k, a.la, a.lb, ChainStore{a.p.c, a.p.ldc, a.p.n, a.p.target});
 }
 template <bool kBF16, class LoadB>
 __global__ void __launch_bounds__(128) mmaKernel(const ProductArgs<LoadB> a) {
-  mmaBlock<kBF16>(a.p.m, a.p.n, a.p.k, a.la, a.lb, a.p.c, a.p.ldc);
+  mmaBlock<kBF16>(a.p.m, a.p.n, a.p.k, a.la, a.lb, ChainStore{a.p.c, a.p.ldc, a.p.n, a.p.target});
 }
 
 /// The product on the device: the exact SIMT kernel for F32 compute, matrix cores for BF16 / F16.
@@ -208,9 +230,7 @@ void launchProduct(const Gpu& g, const char* function, DType compute, const Prod
 __global__ void epilogueKernel(const EpilogueStore::Args a) {
   const std::int64_t idx = detail::globalThread();
   if (idx >= a.rows * a.cols) return;
-  const float v = applyEpilogue(a.e, a.c[idx], idx / a.cols, idx % a.cols, a.cols);
-  if (a.outDType == DType::F32) static_cast<float*>(a.out)[idx] = v;
-  else static_cast<std::uint16_t*>(a.out)[idx] = toHalfBits(v, a.outDType == DType::BF16);
+  storeThroughEpilogue({a.e, a.out, a.outDType}, a.c[idx], idx / a.cols, idx % a.cols, a.cols);
 }
 
 __global__ void patchRowsKernel(const PatchRows::Args a) {
@@ -224,13 +244,15 @@ __global__ void patchRowsKernel(const PatchRows::Args a) {
 }  // namespace
 
 void Gemm::cuda(const Gpu& g, const Args& a) {
-  const ProductArgs<StridedB> p{{a.m, a.n, a.k, a.ldc, a.c}, DenseA{a.a, a.lda}, StridedB{a.b, a.bsN, a.bsK}};
+  const ProductArgs<StridedB> p{{a.m, a.n, a.k, a.ldc, a.c, a.store}, DenseA{a.a, a.lda}, StridedB{a.b, a.bsN, a.bsK}};
   launchProduct(g, kName, a.compute, p);
 }
 
 void ConvProduct::cuda(const Gpu& g, const Args& a) {
   const std::int64_t oh = a.h + 2 * a.pad - a.kh + 1, ow = a.wd + 2 * a.pad - a.kw + 1, q = a.c * a.kh * a.kw;
-  const GemmLaunch p{a.o, oh * ow, q, oh * ow, a.out};
+  EpilogueTarget store = a.store;
+  store.e.biasPerRow = true;  // a convolution's bias is per output channel
+  const GemmLaunch p{a.o, oh * ow, q, oh * ow, a.out, store};
   auto run = [&](auto image) {
     using Patches = PatchB<decltype(image)>;
     launchProduct(g, kName, a.compute,

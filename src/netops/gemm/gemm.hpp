@@ -70,6 +70,15 @@ GIZML_HD float roundOperand(float v, DType compute) {
 
 // ---- the kernels ----------------------------------------------------------------------------------------
 
+/// Where a product's chains go when its epilogue is in the store: out [m, n] (row stride n) as
+/// outDType, each chain through e as it leaves the registers (no F32 product, no second pass).
+/// out null: the F32 chains to the product's c as they are.
+struct EpilogueTarget {
+  Epilogue e;
+  void* out = nullptr;
+  DType outDType = DType::F32;
+};
+
 /// C [m, n] (row stride ldc) = the chain over k of a [m, k] (row stride lda) times b, where b's
 /// element (j, p) — column j of C, step p of the chain — is b[j * bsN + p * bsK]. F32 compute is
 /// exact everywhere: on the host a packed, register-blocked micro-kernel whose accumulators are
@@ -87,6 +96,7 @@ struct Gemm {
     std::int64_t bsN, bsK;
     float* c;
     std::int64_t ldc;
+    EpilogueTarget store{};  // set: the epilogue in the store, c unused
   };
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
@@ -154,6 +164,7 @@ struct ConvProduct {
     bool xIsBF16;
     std::int64_t o, c, h, wd, kh, kw, pad;
     float* out;
+    EpilogueTarget store{};  // set: the epilogue in the store (bias per row), out unused
   };
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);

@@ -500,6 +500,10 @@ void patchRowsHost(const float* x, std::int64_t c, std::int64_t h, std::int64_t 
 }  // namespace
 
 void Gemm::host(const Args& a) {
+  if (a.store.out) {
+    gemmStoreHost({a.compute, a.m, a.n, a.k, a.a, a.lda, a.b, a.bsN, a.bsK, a.store.e, a.store.out, a.store.outDType, a.n});
+    return;
+  }
   gemmStoreHost({a.compute, a.m, a.n, a.k, a.a, a.lda, a.b, a.bsN, a.bsK, Epilogue{}, a.c, DType::F32, a.ldc});
 }
 
@@ -538,9 +542,10 @@ void convBatchStoreHost(DType compute, const float* w, const float* x, std::int6
 }
 
 void ConvProduct::host(const Args& a) {
-  Epilogue none;
-  none.biasPerRow = true;
-  convStoreHost(a, none, a.out, DType::F32);
+  Epilogue e = a.store.out ? a.store.e : Epilogue{};
+  e.biasPerRow = true;
+  if (a.store.out) convStoreHost(a, e, a.store.out, a.store.outDType);
+  else convStoreHost(a, e, a.out, DType::F32);
 }
 
 void PatchRows::host(const Args& a) {

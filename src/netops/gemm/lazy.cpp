@@ -255,8 +255,9 @@ void Lazy::storeInto(const Tensor& out) const {
     const auto *o0 = static_cast<const char*>(out.raw()), *t0 = static_cast<const char*>(t.raw());
     return t0 < o0 + out.bytes() && o0 < t0 + t.bytes();
   };
-  bool fused = device().isHost() && !overlapsOut(a_) && !overlapsOut(b_);
-  for (const Step& s : steps_) fused = fused && !overlapsOut(s.tensor);
+  bool apart = !overlapsOut(a_) && !overlapsOut(b_);  // out can be written as the chains finish
+  for (const Step& s : steps_) apart = apart && !overlapsOut(s.tensor);
+  const bool fused = device().isHost() && apart;
   if (fused && kind_ == Kind::Matmul) {
     const std::int64_t m = a_.dim(0), k = a_.dim(1), n = b_.dim(0);
     gm::gemmStoreHost({compute_, m, n, k, a_.data<float>(), k, b_.data<float>(), k, 1, e, out.raw(), out_, n});
@@ -297,6 +298,29 @@ void Lazy::storeInto(const Tensor& out) const {
     // through the epilogue into out [b] (its residual from the residual's image b).
     gm::convBatchStoreHost(compute_, a_.data<float>(), b_.data<float>(), b_.dim(0), a_.dim(0), b_.dim(1), b_.dim(2),
                            b_.dim(3), kh_, kw_, pad_, e, out.raw(), out_);
+    return;
+  }
+
+  if (apart && (kind_ == Kind::Matmul || kind_ == Kind::MatmulNN || kind_ == Kind::MatmulTN || kind_ == Kind::Conv)) {
+    // On a GPU: the epilogue in the product's store (each chain through it as it leaves the
+    // registers, straight into out), as the host's above.
+    const Gpu gpu = detail::gpuOf(a_);
+    const gm::EpilogueTarget store{e, out.raw(), out_};
+    if (kind_ == Kind::Conv) {
+      detail::run<gm::ConvProduct>(gpu, {compute_, a_.data<float>(), b_.raw(), b_.dtype() == DType::BF16, a_.dim(0),
+                                         b_.dim(0), b_.dim(1), b_.dim(2), kh_, kw_, pad_, nullptr, store});
+      return;
+    }
+    const bool tn = kind_ == Kind::MatmulTN, nn = kind_ == Kind::MatmulNN;
+    const std::int64_t m = tn ? a_.dim(1) : a_.dim(0), k = tn ? a_.dim(0) : a_.dim(1), n = shape_[1];
+    Tensor at;  // TN: a [k, m] transposed into a temporary [m, k] (a copy), then the NN product
+    if (tn) {
+      at = Tensor::empty({m, k}, DType::F32, device());
+      if (at.numel() > 0) detail::run<gm::Permute3>(gpu, {a_.data<float>(), {1, k, m}, {0, 2, 1}, at.data<float>()});
+    }
+    const float* a = tn ? at.data<float>() : a_.data<float>();
+    const std::int64_t bsN = tn || nn ? 1 : k, bsK = tn || nn ? n : 1;
+    detail::run<gm::Gemm>(gpu, {compute_, m, n, k, a, k, b_.data<float>(), bsN, bsK, nullptr, n, store});
     return;
   }
 
