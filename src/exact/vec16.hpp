@@ -277,6 +277,9 @@ GIZML_VEC bool anyLane(i32x16 m) {
 GIZML_VEC void streamStore16(float* p, f32x16 v) {
 #if defined(__AVX512F__)
   _mm512_stream_ps(p, (__m512)v);
+#elif defined(__AVX__)
+  _mm256_stream_ps(p, (__m256)v.h[0]);
+  _mm256_stream_ps(p + 8, (__m256)v.h[1]);
 #else
   std::memcpy(p, &v, sizeof v);
 #endif
@@ -284,7 +287,7 @@ GIZML_VEC void streamStore16(float* p, f32x16 v) {
 /// Orders this thread's streaming stores before its later stores (a barrier after them then
 /// publishes them to other threads).
 GIZML_VEC void streamFence() {
-#if defined(__AVX512F__)
+#if defined(__AVX__)
   _mm_sfence();
 #endif
 }
@@ -302,7 +305,14 @@ GIZML_VEC void laneMasks(std::int64_t count, __m256i& lo, __m256i& hi) {
 GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
   f32x16 v;
   if (count >= 16) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+    // Two 8-lane loads straight into the halves: a memcpy into the two-vector struct was compiled
+    // as four 16-byte moves through the stack, each then read as 32 bytes (a store-forwarding stall
+    // per vector: layerNormGrad's row pass ran several times slower on AVX2).
+    v = f32x16((f32x8)_mm256_loadu_ps(p), (f32x8)_mm256_loadu_ps(p + 8));
+#else
     std::memcpy(&v, p, sizeof v);
+#endif
   } else {
 #if defined(__AVX512F__)
     v = (f32x16)_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
@@ -322,7 +332,12 @@ GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
 /// Stores min(count, 16) lanes.
 GIZML_VEC void store16(float* p, f32x16 v, std::int64_t count) {
   if (count >= 16) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+    _mm256_storeu_ps(p, (__m256)v.h[0]);
+    _mm256_storeu_ps(p + 8, (__m256)v.h[1]);
+#else
     std::memcpy(p, &v, sizeof v);
+#endif
     return;
   }
 #if defined(__AVX512F__)
