@@ -56,34 +56,48 @@ void Im2col::host(const Args& a) {
   }
 }
 
-/// Threads split the planes (b, ch). A plane starts at +0 and takes the columns of each window
-/// offset (i, j) in increasing row-major order, scattered to the elements they copied: every
-/// element receives its entries in col2imAt's order (offsets increasing), so the same bits as the
-/// gather CUDA runs, without its per-element search.
+namespace {
+
+/// One plane of col2im into dst: +0, then the columns of each window offset (i, j) in increasing
+/// row-major order, scattered to the elements they copied: every element receives its entries in
+/// col2imAt's order (offsets increasing), so the same bits as the gather CUDA runs, without its
+/// per-element search. Offset (i, j)'s value for output pixel t = oy ow + ox is column(i, j)[t step].
+template <class Column>
+void col2imPlane(const Geometry2d& g, float* dst, Column column, std::int64_t step) {
+  std::fill(dst, dst + g.h * g.w, 0.0f);
+  for (std::int64_t i = 0; i < g.kh; ++i)
+    for (std::int64_t j = 0; j < g.kw; ++j) {
+      const float* col = column(i, j);
+      // ox in [ox0, ox1) lands inside the row: 0 <= ox stride + j - pad < w.
+      std::int64_t ox0 = 0;
+      while (ox0 < g.ow && ox0 * g.stride + j - g.pad < 0) ++ox0;
+      std::int64_t ox1 = ox0;
+      while (ox1 < g.ow && ox1 * g.stride + j - g.pad < g.w) ++ox1;
+      for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+        const std::int64_t y = oy * g.stride + i - g.pad;
+        if (y < 0 || y >= g.h) continue;
+        float* __restrict row = dst + y * g.w + j - g.pad;
+        const float* __restrict src = col + oy * g.ow * step;
+        if (g.stride == 1 && step == 1)  // runs: vector adds
+          for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox] = row[ox] + src[ox];
+        else
+          for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox * g.stride] = row[ox * g.stride] + src[ox * step];
+      }
+    }
+}
+
+}  // namespace
+
+/// Threads split the planes (b, ch); cols [n oh ow, c kh kw]: offset (i, j)'s values a column.
 void Col2im::host(const Args& a) {
   const Geometry2d& g = a.g;
   const std::int64_t width = g.rowWidth();
 #pragma omp parallel for schedule(static)
   for (std::int64_t plane = 0; plane < g.n * g.c; ++plane) {
     const std::int64_t ch = plane % g.c, b = plane / g.c;
-    float* out = a.out + plane * g.h * g.w;
-    std::fill(out, out + g.h * g.w, 0.0f);
-    for (std::int64_t i = 0; i < g.kh; ++i)
-      for (std::int64_t j = 0; j < g.kw; ++j) {
-        const float* col = a.cols + b * g.oh * g.ow * width + (ch * g.kh + i) * g.kw + j;
-        // ox in [ox0, ox1) lands inside the row: 0 <= ox stride + j - pad < w.
-        std::int64_t ox0 = 0;
-        while (ox0 < g.ow && ox0 * g.stride + j - g.pad < 0) ++ox0;
-        std::int64_t ox1 = ox0;
-        while (ox1 < g.ow && ox1 * g.stride + j - g.pad < g.w) ++ox1;
-        for (std::int64_t oy = 0; oy < g.oh; ++oy) {
-          const std::int64_t y = oy * g.stride + i - g.pad;
-          if (y < 0 || y >= g.h) continue;
-          float* row = out + y * g.w + j - g.pad;
-          const float* src = col + oy * g.ow * width;
-          for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox * g.stride] = row[ox * g.stride] + src[ox * width];
-        }
-      }
+    col2imPlane(g, a.out + plane * g.h * g.w,
+                [&](std::int64_t i, std::int64_t j) { return a.cols + b * g.oh * g.ow * width + (ch * g.kh + i) * g.kw + j; },
+                width);
   }
 }
 
@@ -94,27 +108,9 @@ void col2imRowsHost(const float* colsT, const Geometry2d& g, float* out) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t item = 0; item < g.n * g.c; ++item) {
     const std::int64_t ch = item / g.n, b = item % g.n;
-    float* dst = out + (b * g.c + ch) * g.h * g.w;
-    std::fill(dst, dst + g.h * g.w, 0.0f);
-    for (std::int64_t i = 0; i < g.kh; ++i)
-      for (std::int64_t j = 0; j < g.kw; ++j) {
-        const float* col = colsT + ((ch * g.kh + i) * g.kw + j) * rows + b * g.oh * g.ow;
-        // ox in [ox0, ox1) lands inside the row: 0 <= ox stride + j - pad < w.
-        std::int64_t ox0 = 0;
-        while (ox0 < g.ow && ox0 * g.stride + j - g.pad < 0) ++ox0;
-        std::int64_t ox1 = ox0;
-        while (ox1 < g.ow && ox1 * g.stride + j - g.pad < g.w) ++ox1;
-        for (std::int64_t oy = 0; oy < g.oh; ++oy) {
-          const std::int64_t y = oy * g.stride + i - g.pad;
-          if (y < 0 || y >= g.h) continue;
-          float* __restrict row = dst + y * g.w + j - g.pad;
-          const float* __restrict src = col + oy * g.ow;
-          if (g.stride == 1)
-            for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox] = row[ox] + src[ox];
-          else
-            for (std::int64_t ox = ox0; ox < ox1; ++ox) row[ox * g.stride] = row[ox * g.stride] + src[ox];
-        }
-      }
+    col2imPlane(g, out + (b * g.c + ch) * g.h * g.w,
+                [&](std::int64_t i, std::int64_t j) { return colsT + ((ch * g.kh + i) * g.kw + j) * rows + b * g.oh * g.ow; },
+                1);
   }
 }
 
