@@ -150,8 +150,10 @@ __global__ void __launch_bounds__(kThreads) flashKernel(const FlashRows::Args a)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nb][i] = 0.0f;
   OnlineRow state[2];  // this lane's rows: groupID (0) and groupID + 8 (1) of the warp's 16
-  // The half (0, 1) of the warp's 16 rows that accumulator i of a C fragment lies in.
-  auto rowHalf = [&](int i) { return mma::fragmentC16x8(lane, i).row >> 3; };
+  // The half (0, 1) of the warp's 16 rows that accumulator i of a C fragment lies in: its row less
+  // the lane's groupID, so that it folds to a constant for a constant i (a register index, not a
+  // local-memory one).
+  auto rowHalf = [&](int i) { return (mma::fragmentC16x8(lane, i).row - mma::groupId(lane)) >> 3; };
 
   const std::int64_t nTiles = (tk + kBlockK - 1) / kBlockK;
   for (std::int64_t t = 0; t < nTiles; ++t) {
@@ -269,7 +271,7 @@ __global__ void __launch_bounds__(kThreads) flashKernel(const FlashRows::Args a)
       const mma::RowCol at = mma::fragmentC16x8(lane, i);
       const std::int64_t qi = i0 + 16 * warp + at.row, col = 8 * nb + at.col;
       if (qi >= tq || col >= a.head) continue;
-      const float y = finishOutput(acc[nb][i], l[at.row >> 3], visibleKeys(qi, tq, tk, false) > 0);
+      const float y = finishOutput(acc[nb][i], l[rowHalf(i)], visibleKeys(qi, tq, tk, false) > 0);
       const std::int64_t at1 = (first + qi) * width + h * a.head + col;
       if (a.outBF16) static_cast<std::uint16_t*>(a.out)[at1] = exact::floatToBF16(y);
       else static_cast<float*>(a.out)[at1] = y;
