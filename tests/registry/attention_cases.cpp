@@ -131,6 +131,7 @@ Case headPrepCase(const PrepShape& s) {
 /// (a group is the item, and the rows of one are not independent).
 struct RowsShape {
   std::int64_t rows, heads, head, group, queries;
+  bool typical = false;
   std::string name() const {
     return dims({rows, 3 * heads * head}) + " heads " + num(heads) + " head " + num(head) + " group " + num(group) +
            " queries " + num(queries);
@@ -140,6 +141,7 @@ struct RowsShape {
 
 Case attentionRowsCase(const RowsShape& s) {
   Case c{.op = "attentionRows", .name = s.name()};
+  c.typical = s.typical;
   c.inputs = [s] {
     const std::int64_t width = 3 * s.heads * s.head;
     return Tensors{host(test::randomFloats(Key{98, s.seed()}, s.rows * width), {s.rows, width})};
@@ -204,7 +206,7 @@ std::vector<Case> attentionCases() {
 
   // The fast GPU path's two head widths, a padded head, ragged groups and tiles, queries mid-group.
   const RowsShape rowsShapes[] = {{200, 2, 64, 0, 0}, {300, 2, 128, 150, 0}, {130, 3, 128, 65, 100},
-                                  {96, 2, 40, 32, 50}};
+                                  {96, 2, 40, 32, 50},  {512, 4, 128, 256, 0, true}};
   for (const RowsShape& s : rowsShapes) cases.push_back(attentionRowsCase(s));
   return cases;
 }

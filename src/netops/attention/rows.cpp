@@ -107,8 +107,8 @@ void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int
                  const PackedShape& s, const std::vector<HeadPrep>& prep, const Tensor& out) {
   if (quantized)
     fail(fn, "quantized",
-         "the quantized fast path (INT8 Q Kᵀ, E4M3 P V) is not built yet; pass quantized = false for the BF16 "
-         "flash path");
+         "quantized fast path not built yet (SageAttention2's INT8 Q Kᵀ, E4M3 P V); pass quantized = false for "
+         "the BF16 flash path");
   if (head > attn::kFlashMaxHead)
     fail(fn, "head", "the fast GPU path runs heads of at most " + str(attn::kFlashMaxHead) + ", got " + str(head));
   if (s.outRows == 0) return;
@@ -144,7 +144,7 @@ void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int
 
 [[noreturn]] void noFastGpuPath(const char* fn, const char* arg) {
   fail(fn, arg,
-       "the fast GPU path (BF16 flash attention on matrix cores) is not built yet; attention on a GPU is the exact "
+       "this op's fast GPU path (BF16 flash attention on matrix cores) is not built yet; attention on a GPU is the exact "
        "netops::attention, or run this on host tensors");
 }
 
