@@ -5,6 +5,9 @@
 // attention line's `x_sgemm` counter is its FLOP/s over that rate, measured in the same run.
 // BM_AttentionDecode is a decoder's step (one query a head over a KV cache), in bytes/s beside a
 // copy. GIZML_BENCH_DEVICE=cuda runs attention on GPU 0 (the exact SIMT kernel; there is no baseline).
+// BM_AttentionRowsFast is attentionRows' fast path (BF16 flash attention on matrix cores) on a video
+// model's shape (24 heads of 128, 8192 rows of BF16 qkv, one group), in TFLOP/s; it runs only with
+// GIZML_BENCH_DEVICE=cuda (on the host attentionRows is the exact op, benchmarked above).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -91,5 +94,32 @@ void BM_AttentionDecode(benchmark::State& state) {
 }
 BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kHeads * kCache, kHead})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AttentionDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// attentionRows' fast path on a video diffusion transformer's shape: qkv [8192, 3 x 24 x 128] BF16,
+// not causal, one group; 4 head FLOPs a (query, key) pair, as above.
+constexpr std::int64_t kVideoRows = 8192, kVideoHeads = 24, kVideoHead = 128;
+
+void BM_AttentionRowsFast(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  if (d.isHost()) {
+    state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
+    return;
+  }
+  const Tensor qkv =
+      Tensor::normal(Key{7, 7}, {kVideoRows, 3 * kVideoHeads * kVideoHead}).to(gizml::DType::BF16).to(d);
+  Tensor out = Tensor::empty({kVideoRows, kVideoHeads * kVideoHead}, gizml::DType::BF16, d);
+  const double flops = double(kVideoHeads) * kVideoRows * kVideoRows * 4.0 * kVideoHead;
+  timedRate(state, flops, [&] {
+    netops::attentionRows(qkv, kVideoHeads, kVideoHead, false, 0, out);
+    gizml::bench::finish(d);
+  });
+  state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+}
+// Registered only when the benchmarks run on a GPU (GIZML_BENCH_DEVICE=cuda).
+const bool kFastRegistered = [] {
+  if (gizml::bench::benchDevice().isHost()) return false;
+  benchmark::RegisterBenchmark("BM_AttentionRowsFast", BM_AttentionRowsFast)->Unit(benchmark::kMillisecond)->UseRealTime();
+  return true;
+}();
 
 }  // namespace

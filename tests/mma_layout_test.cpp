@@ -140,6 +140,23 @@ TEST(MmaLayout, RegisterElementsAreAdjacentAlongK) {
   }
 }
 
+// Flash attention feeds the accumulators of S = Q Kᵀ (two 16 x 8 tiles) to P V as its A operand,
+// register by register in the same lane: accumulatorOfA16x16 must name, for each A element, the
+// accumulator holding the same (row, column) of the 16 x 16 pair of tiles.
+TEST(MmaLayout, AccumulatorsOfTwoTilesAreAnAOperand) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int half = 0; half < 2; ++half) {
+        const RowCol a = mma::fragmentA16x16(lane, reg, half);
+        const mma::TileAccumulator t = mma::accumulatorOfA16x16(reg, half);
+        ASSERT_TRUE(t.tile == 0 || t.tile == 1);
+        ASSERT_TRUE(t.i >= 0 && t.i < 4);
+        const RowCol c = mma::fragmentC16x8(lane, t.i);
+        EXPECT_EQ(a.row, c.row) << "lane " << lane << " reg " << reg << " half " << half;
+        EXPECT_EQ(a.col, 8 * t.tile + c.col) << "lane " << lane << " reg " << reg << " half " << half;
+      }
+}
+
 TEST(MmaLayout, LdmatrixMapsAreBijections) {
   std::vector<int> rows(32, 0), elems(64, 0), trans(64, 0);
   for (int lane = 0; lane < 32; ++lane) {

@@ -61,6 +61,15 @@ GIZML_HD RowCol fragmentC16x8(int lane, int i) {
 }
 GIZML_HD Slot slotC16x8(int row, int col) { return {4 * (row & 7) + (col >> 1), 2 * (row >> 3) + (col & 1), 0}; }
 
+/// The accumulators of two adjacent 16 x 8 tiles (columns 0-7: tile 0, 8-15: tile 1) are, lane by
+/// lane, the A operand of a 16 x 16 m16n8k16 product (flash attention's P of S = Q Kᵀ, fed to P V
+/// without shared memory): half `half` of A register `reg` is accumulator `i` of tile `tile`, in the
+/// same lane. tests/mma_layout_test.cpp checks it against fragmentA16x16 and fragmentC16x8.
+struct TileAccumulator {
+  int tile, i;
+};
+GIZML_HD TileAccumulator accumulatorOfA16x16(int reg, int half) { return {reg >> 1, 2 * (reg & 1) + half}; }
+
 // ---- mma.sync.aligned.m16n8k32.row.col, 8-bit operands (.s8 / .u8 / .e4m3 / .e5m2) ----------------
 // PTX ISA "Matrix Fragments for mma.m16n8k32" (#warp-level-matrix-fragment-mma-16832), figures
 // "MMA .m16n8k32 fragment layout for matrix A with .u8/.s8/.e4m3/.e5m2 type" and "... matrix B ...";

@@ -1,7 +1,8 @@
 // The attention family's cases (SPEC §3 "Attention"): the causal mask with tq < tk, tq > tk
 // (queries that see no key) and empty sides; `attention` over d, e and tk of 1, 15, 16, 17, 33
 // (around a block of 16 keys and a lane vector of 16 channels), causal with tq < tk and tq > tk,
-// tiles of queries cut short, no keys, NaN and ±inf in q, k or v, and dropout.
+// tiles of queries cut short, no keys, NaN and ±inf in q, k or v, and dropout; headPrepInPlace;
+// attentionRows (on a GPU its fast path, within the SPEC's tolerance).
 #include <cmath>
 
 #include "reference/attention_reference.hpp"
@@ -125,6 +126,44 @@ Case headPrepCase(const PrepShape& s) {
   return c;
 }
 
+/// attentionRows into an F32 out on qkv's device: exact on the host, the fast BF16 flash path on a
+/// GPU, held to the SPEC's ‖gpu − host‖ / ‖host‖ ≤ 1e-2. No prep (the tests cover it); no cut
+/// (a group is the item, and the rows of one are not independent).
+struct RowsShape {
+  std::int64_t rows, heads, head, group, queries;
+  bool typical = false;
+  std::string name() const {
+    return dims({rows, 3 * heads * head}) + " heads " + num(heads) + " head " + num(head) + " group " + num(group) +
+           " queries " + num(queries);
+  }
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(((rows * 31 + heads) * 131 + head) * 67 + group); }
+};
+
+Case attentionRowsCase(const RowsShape& s) {
+  Case c{.op = "attentionRows", .name = s.name()};
+  c.typical = s.typical;
+  c.inputs = [s] {
+    const std::int64_t width = 3 * s.heads * s.head;
+    return Tensors{host(test::randomFloats(Key{98, s.seed()}, s.rows * width), {s.rows, width})};
+  };
+  const std::int64_t outRows = s.queries > 0 ? s.queries : s.rows;
+  c.run = [s, outRows](const Tensors& in) {
+    Tensor out = Tensor::empty({outRows, s.heads * s.head}, DType::F32, in[0].device());
+    netops::attentionRows(in[0], s.heads, s.head, false, s.group, out, {}, s.queries);
+    return Tensors{out};
+  };
+  c.reference = [s, outRows](const Tensors& in) {
+    std::vector<float> out(outRows * s.heads * s.head);
+    ref::attendedRows(valuesOf(in[0]).data(), s.rows, s.heads, s.head, s.group, nullptr, nullptr, nullptr, nullptr, 0,
+                      1e-6, s.queries, out.data());
+    return Tensors{host(out, {outRows, s.heads * s.head})};
+  };
+  c.outputNames = {"out"};
+  c.gpu = GpuCompare::Tolerance;
+  c.tolerance = 1e-2;
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> attentionCases() {
@@ -164,6 +203,11 @@ std::vector<Case> attentionCases() {
       {6, 2, 64, 32, 6, 3, true}, {5, 3, 17, 8, 4, 0, true},   // BF16 rows
       {256, 8, 128, 64, 256, 0, false, true}};
   for (const PrepShape& s : preps) cases.push_back(headPrepCase(s));
+
+  // The fast GPU path's two head widths, a padded head, ragged groups and tiles, queries mid-group.
+  const RowsShape rowsShapes[] = {{200, 2, 64, 0, 0}, {300, 2, 128, 150, 0}, {130, 3, 128, 65, 100},
+                                  {96, 2, 40, 32, 50},  {512, 4, 128, 256, 0, true}};
+  for (const RowsShape& s : rowsShapes) cases.push_back(attentionRowsCase(s));
   return cases;
 }
 

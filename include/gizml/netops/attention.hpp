@@ -48,13 +48,19 @@ void headPrepInPlace(const Tensor& qkv, std::int64_t n, std::int64_t heads, std:
 /// F32(1 / sqrt(head)), not causal, no dropout. With queries > 0 only rows [0, queries) are
 /// queries (each over the keys of its own group) and the result has `queries` rows.
 /// -> [rows or queries, heads head] F32. Exact on the host (`quantized` has no effect there); on a
-/// GPU this is attentionRows' fast matrix-core path, which is not built yet (a gizml::Error).
+/// GPU this is attentionRows' fast matrix-core path (see there), into a new F32 tensor.
 Tensor attendedRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized, std::int64_t group,
                     const std::vector<HeadPrep>& prep = {}, std::int64_t queries = 0);
 
 /// attendedRows into out [rows or queries, heads head], F32 or BF16 (the exact result rounded
-/// once). On the host exact, prep on a copy (qkv is not changed); on a GPU the fast matrix-core
-/// path, not built yet (a gizml::Error).
+/// once). On the host exact, prep on a copy (qkv is not changed). On a GPU (qkv F32 or BF16) the
+/// fast path: prep on a copy on the GPU, q, k and v rounded to BF16, flash attention on BF16 matrix
+/// cores (mma.sync m16n8k16, F32 accumulators; the online softmax in F32, P rounded to BF16 for
+/// P V), scores never stored; heads up to 128 (padded to 64 or 128 inside; wider: a gizml::Error
+/// naming `head`). Not exact: its tolerance (SPEC) is ‖out − exact‖ / ‖exact‖ ≤ 1e-2 over the
+/// output, exact being this op's host result; typical errors are far below it (each element within
+/// 2^-6 (1 + max_j |v_j|) in the tests). The result is deterministic (no atomics) but not the host's
+/// bits. `quantized` = true on a GPU is a gizml::Error until the INT8 / FP8 path is built.
 void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized, std::int64_t group,
                    const Tensor& out, const std::vector<HeadPrep>& prep = {}, std::int64_t queries = 0);
 

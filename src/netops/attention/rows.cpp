@@ -2,7 +2,8 @@
 // GPU, the row function of attention.hpp), and attendedRows / attentionRows, exact on the host:
 // the one host attention (host.cpp) over items (group, head) laid out in qkv, no copy of q, k or v
 // (a copy of qkv only when a HeadPrep must change q and k). On a GPU those two are the fast
-// matrix-core path, which is not built yet: a GPU tensor there is a gizml::Error.
+// matrix-core path (flash.hpp, flash_cuda.cu): prep on a copy, q, k, v packed into BF16 panels,
+// flash attention on BF16 matrix cores.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,6 +16,7 @@
 #include "exact/row16.hpp"
 #include "gizml/netops/attention.hpp"
 #include "netops/attention/attention.hpp"
+#include "netops/attention/flash.hpp"
 
 namespace gizml::netops {
 
@@ -86,7 +88,7 @@ struct PackedShape {
 
 PackedShape checkAttended(const char* fn, const Tensor& qkv, std::int64_t heads, std::int64_t head, std::int64_t group,
                           const std::vector<HeadPrep>& prep, std::int64_t queries) {
-  // BF16 rows are the GPU's (whose fast path is not built yet); the host's are F32.
+  // BF16 rows are the GPU's (its fast path reads BF16 anyway); the host's are F32.
   const std::int64_t rows = checkPacked(fn, qkv, heads, head, qkv.defined() && !qkv.device().isHost());
   detail::requireAtLeast(fn, "group", group, 0);
   const std::int64_t g = group == 0 ? rows : group;
@@ -99,9 +101,50 @@ PackedShape checkAttended(const char* fn, const Tensor& qkv, std::int64_t heads,
   return {rows, g, queries > 0 ? queries : rows};
 }
 
+/// The fast GPU path (SPEC "attentionRows", BF16): prep on a copy of qkv (on the GPU), q, k and v
+/// into BF16 panels, then the flash kernel into out (F32 or BF16, on qkv's GPU).
+void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized,
+                 const PackedShape& s, const std::vector<HeadPrep>& prep, const Tensor& out) {
+  if (quantized)
+    fail(fn, "quantized",
+         "quantized fast path not built yet (SageAttention2's INT8 Q Kᵀ, E4M3 P V); pass quantized = false for "
+         "the BF16 flash path");
+  if (head > attn::kFlashMaxHead)
+    fail(fn, "head", "the fast GPU path runs heads of at most " + str(attn::kFlashMaxHead) + ", got " + str(head));
+  if (s.outRows == 0) return;
+  Tensor src = qkv;
+  if (!prep.empty()) {
+    src = qkv.clone();
+    const std::int64_t half = prep[0].cos.defined() ? prep[0].cos.dim(1) : 0;
+    detail::run<attn::HeadPrepRows>(detail::gpuOf(src), prepArgs(src, src.dim(0), heads, head, prep[0], half, 0));
+  }
+  const std::int64_t dPad = attn::flashPaddedHead(head);
+  const Tensor panels = Tensor::empty({detail::checkedMul(fn, "qkv", 3 * heads * dPad, s.rows)}, DType::BF16,
+                                      qkv.device());
+  const attn::FlashRows::Args a{.qkv = src.raw(),
+                                .qkvBF16 = src.dtype() == DType::BF16,
+                                .panels = static_cast<std::uint16_t*>(panels.raw()),
+                                .out = out.raw(),
+                                .outBF16 = out.dtype() == DType::BF16,
+                                .rows = s.rows,
+                                .heads = heads,
+                                .head = head,
+                                .dPad = dPad,
+                                .group = s.group,
+                                .outRows = s.outRows,
+                                .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head)))};
+#if GIZML_HAS_CUDA
+  attn::FlashRows::pack(detail::gpuOf(qkv), a);
+  attn::FlashRows::run(detail::gpuOf(qkv), a);
+#else
+  (void)a;
+  detail::noCuda(fn);
+#endif
+}
+
 [[noreturn]] void noFastGpuPath(const char* fn, const char* arg) {
   fail(fn, arg,
-       "the fast GPU path (BF16 flash attention on matrix cores) is not built yet; attention on a GPU is the exact "
+       "this op's fast GPU path (BF16 flash attention on matrix cores) is not built yet; attention on a GPU is the exact "
        "netops::attention, or run this on host tensors");
 }
 
@@ -169,17 +212,21 @@ void headPrepInPlace(const Tensor& qkv, std::int64_t n, std::int64_t heads, std:
   detail::run<attn::HeadPrepRows>(detail::gpuOf(qkv), prepArgs(qkv, n, heads, head, p, half, row0));
 }
 
-Tensor attendedRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool /*quantized*/, std::int64_t group,
+Tensor attendedRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized, std::int64_t group,
                     const std::vector<HeadPrep>& prep, std::int64_t queries) {
   const char* fn = "gizml::netops::attendedRows";
   const PackedShape s = checkAttended(fn, qkv, heads, head, group, prep, queries);
-  if (!qkv.device().isHost()) noFastGpuPath(fn, "qkv");
+  if (!qkv.device().isHost()) {
+    Tensor out = Tensor::empty({s.outRows, heads * head}, DType::F32, qkv.device());
+    fastGpuPath(fn, qkv, heads, head, quantized, s, prep, out);
+    return out;
+  }
   Tensor out = Tensor::empty({s.outRows, heads * head});
   attendPacked(prepared(qkv, heads, head, prep), heads, head, s, out.data<float>());
   return out;
 }
 
-void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool /*quantized*/, std::int64_t group,
+void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized, std::int64_t group,
                    const Tensor& out, const std::vector<HeadPrep>& prep, std::int64_t queries) {
   const char* fn = "gizml::netops::attentionRows";
   const PackedShape s = checkAttended(fn, qkv, heads, head, group, prep, queries);
@@ -188,7 +235,7 @@ void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, boo
     fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
   detail::requireShape(fn, "out", out, {s.outRows, heads * head});
   detail::requireSameDevice(fn, {{"qkv", &qkv}, {"out", &out}});
-  if (!qkv.device().isHost()) noFastGpuPath(fn, "qkv");
+  if (!qkv.device().isHost()) return fastGpuPath(fn, qkv, heads, head, quantized, s, prep, out);
   if (out.dtype() == DType::F32) {
     attendPacked(prepared(qkv, heads, head, prep), heads, head, s, out.data<float>());
   } else {
