@@ -95,8 +95,13 @@ struct HostRow : RowSums<HostRow> {
   struct At {
     std::int64_t i, count;
     bool streaming;
-    GIZML_ROW F load(const float* row) const { return load16(row + i, count); }
-    GIZML_ROW void store(float* row, F v) const { store16(row + i, v, count); }
+    // A whole step as vector moves (loadAll16): load16's 64-byte memcpy of AVX2's two halves went
+    // through the stack as 16-byte pieces, a failed store-to-load forward every step.
+    GIZML_ROW F load(const float* row) const { return count == 16 ? loadAll16(row + i) : load16(row + i, count); }
+    GIZML_ROW void store(float* row, F v) const {
+      if (count == 16) storeAll16(row + i, v);
+      else store16(row + i, v, count);
+    }
     GIZML_ROW F load(const std::uint16_t* row) const {
       if (count == 16) return loadBF16x16(row + i);
       float wide[16] = {};
@@ -205,7 +210,7 @@ void hostRowsHeld(const typename Kernel::Args& a, std::int64_t held, bool stream
     std::vector<f32x16> buffer(static_cast<std::size_t>((held + 15) / 16));
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r, buffer.data());
-    if (streamStores) streamFence();
+    if (streamStores) streamFenceAlways();  // a row function may stream on AVX2 too (streamStore16Always)
   }
 }
 

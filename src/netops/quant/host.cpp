@@ -12,14 +12,104 @@
 namespace gizml::netops {
 
 namespace quant {
+namespace {
+
+using exact::f32x16;
+
+/// Int8Rows::row's steps on the host for a row of n values (a multiple of 256), the block's
+/// values kept in `held` (the row's n floats, a thread's buffer in L1) between the transform's
+/// pieces, not in 16 vectors that AVX2's two-register f32x16 would spill as 8-byte pieces:
+/// walk 1, per block: group(at, u) gives the 4 input vectors at element `at` (the block's
+/// vectors 4 g .. 4 g + 3), which take strides 1, 4 and 16 (hadamardGroup) and are kept; then
+/// stride 64 across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast), which gives y, its
+/// |y| into the maximum, and y kept. Walk 2: the codes of the kept y. The same formulas and order
+/// as the row function, so the same bits.
+template <class Group>
+inline __attribute__((always_inline)) void int8RowHost(const exact::HostRow& row, const Int8Rows::Args& a,
+                                                       std::int64_t r, float* held, Group group) {
+  const std::int64_t n = a.n;
+  f32x16 best0{}, best1{};  // the maximum is order-free (|y| has no -0; NaN never enters)
+  for (std::int64_t b = 0; b < n; b += exact::kHadamardBlock) {
+    float* h = held + b;
+    for (int g = 0; g < 4; ++g) {
+      f32x16 u[4];
+      group(b + 64 * g, u);
+      exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
+      for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
+    }
+    for (int j = 0; j < 4; ++j) {
+      f32x16 u0 = exact::loadAll16(h + 16 * j), u1 = exact::loadAll16(h + 16 * (j + 4)),
+             u2 = exact::loadAll16(h + 16 * (j + 8)), u3 = exact::loadAll16(h + 16 * (j + 12));
+      exact::hadamardLast(u0, u1, u2, u3);
+      best0 = exact::maxIgnoringNaN(exact::absLane(u0), best0);
+      best1 = exact::maxIgnoringNaN(exact::absLane(u1), best1);
+      best0 = exact::maxIgnoringNaN(exact::absLane(u2), best0);
+      best1 = exact::maxIgnoringNaN(exact::absLane(u3), best1);
+      exact::storeAll16(h + 16 * j, u0);
+      exact::storeAll16(h + 16 * (j + 4), u1);
+      exact::storeAll16(h + 16 * (j + 8), u2);
+      exact::storeAll16(h + 16 * (j + 12), u3);
+    }
+  }
+  const float s = int8Scale(exact::laneMax(row, exact::maxIgnoringNaN(best1, best0)), a.maxCode);
+  const std::int64_t at0 = r * n;
+  for (std::int64_t i = 0; i < n; i += 16)
+    Int8Rows::storeCodes(row, a, at0 + i, int8Code(exact::loadAll16(held + i), s, a.lo, a.hi));
+  a.s[r] = s;
+}
+
+/// The host's kernels for hostRowsHeld: int8RowHost with the input's blocks.
+struct Int8RowsHost {
+  using Args = Int8Rows::Args;
+  static void row(const exact::HostRow& row, const Args& a, std::int64_t r, f32x16* held) {
+    float* h = reinterpret_cast<float*>(held);
+    if (a.xBF16) {
+      const std::uint16_t* x = static_cast<const std::uint16_t*>(a.x) + r * a.n;
+      int8RowHost(row, a, r, h, [&](std::int64_t at, f32x16(&u)[4]) {
+        for (int k = 0; k < 4; ++k) u[k] = exact::loadBF16x16(x + at + 16 * k);
+      });
+    } else {
+      const float* x = static_cast<const float*>(a.x) + r * a.n;
+      int8RowHost(row, a, r, h, [&](std::int64_t at, f32x16(&u)[4]) {
+        for (int k = 0; k < 4; ++k) u[k] = exact::loadAll16(x + at + 16 * k);
+      });
+    }
+  }
+};
+
+/// modulatedInt8RowsInto's row: modulatedNorm's values rounded to BF16 (stored to y when asked)
+/// as the blocks' input (ModulatedInt8Rows::block's steps), then int8RowHost.
+struct ModulatedInt8RowsHost {
+  using Args = ModulatedInt8Rows::Args;
+  static void row(const exact::HostRow& row, const Args& a, std::int64_t r, f32x16* held) {
+    const norms::ModulatedNorm::Args& m = a.norm;
+    const exact::MeanRstd st = norms::modulatedStats(row, m.x + r * m.n, m.eps, m.centered);
+    const std::int64_t at0 = r * m.n, mod = ModulatedInt8Rows::mapped(a, r);
+    const float *x = m.x + at0, *shift = m.shift + mod * m.n, *scale = m.scale + mod * m.n;
+    std::uint16_t* y = m.yBF16 ? m.yBF16 + at0 : nullptr;
+    const Int8Rows::Args codes{{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
+    int8RowHost(row, codes, r, reinterpret_cast<float*>(held), [&](std::int64_t at, f32x16(&u)[4]) {
+      for (int k = 0; k < 4; ++k) {
+        const std::int64_t i = at + 16 * k;
+        u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
+                                                             exact::loadAll16(m.w + i), exact::loadAll16(scale + i),
+                                                             exact::loadAll16(shift + i)));
+        if (y) exact::storeBF16x16(y + i, u[k]);  // exact: u is a BF16 value already
+      }
+    });
+  }
+};
+
+}  // namespace
+
 void HadamardRows::host(const Args& a) { exact::hostRows<HadamardRows>(a); }
-// The host keeps each row's transformed values for the codes' walk (Int8Rows::row), and streams
+// The host keeps each row's transformed values for the codes' walk (int8RowHost), and streams
 // F32 codes past the caches.
 void Int8Rows::host(const Args& a) {
-  exact::hostRowsHeld<Int8Rows>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
+  exact::hostRowsHeld<Int8RowsHost>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
 }
 void ModulatedInt8Rows::host(const Args& a) {
-  exact::hostRowsHeld<ModulatedInt8Rows>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
+  exact::hostRowsHeld<ModulatedInt8RowsHost>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
 }
 }  // namespace quant
 
