@@ -51,6 +51,14 @@ GIZML_HD F maxIgnoringNaN(F a, F best) {
 
 #if !defined(__CUDACC__)
 
+/// A lane sign +1 or -1 (hadamardSum's s_e) held as the bit it flips: s_e * u_e is u_e or -u_e
+/// exactly, so one xor does the multiplication's work on any port (only a NaN's sign bit may
+/// differ from the product's; results compare every NaN alike, tests/support/bits.cpp).
+struct LaneSigns {
+  u32x16 flip;
+};
+inline __attribute__((always_inline)) f32x16 operator*(LaneSigns s, f32x16 u) { return fromBits(toBits(u) ^ s.flip); }
+
 /// A stage of stride 1 or 4 (within a vector) on one vector: lane l is output l of its group.
 /// u_e (lane base + e Stride) is, for every lane at once, element e of the lane's group of four
 /// (stride 1) or group of four e (stride 4): one in-register broadcast each, no general permute.
@@ -59,7 +67,7 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x1
   static_assert(Stride == 1 || Stride == 4);
   constexpr int kShift = Stride == 1 ? 0 : 2;
   const i32x16 d = (laneIndex() >> kShift) & 3;
-  const auto sign = [&](int e) { return select(d == 3 - e, splat(-1.0f), splat(1.0f)); };
+  const auto sign = [&](int e) { return LaneSigns{select(d == 3 - e, toBits(splat(-0.0f)), u32x16{})}; };
   if constexpr (Stride == 1)
     return hadamardSum(laneOfQuad<0>(v), laneOfQuad<1>(v), laneOfQuad<2>(v), laneOfQuad<3>(v), sign(0), sign(1),
                        sign(2), sign(3));

@@ -133,9 +133,18 @@ struct HostRow : RowSums<HostRow> {
 
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
+    reduceWith(out, step, [](std::int64_t) {});
+  }
+  /// reduce, running side(i) after each whole step i: independent work (another row's) to fill
+  /// the gaps of the sums' latency-bound chains. It changes nothing in the sums.
+  template <int N, class Step, class Side>
+  GIZML_ROW void reduceWith(float (&out)[N], Step step, Side&& side) const {
     F acc[N] = {};
     std::int64_t i = 0;
-    for (; i + 16 <= n; i += 16) step(At{i, 16, false}, acc);
+    for (; i + 16 <= n; i += 16) {
+      step(At{i, 16, false}, acc);
+      side(i);
+    }
     if (i < n) {
       // The partial last step: lanes past the row keep their accumulators as they are, like the
       // SPEC's lanes that have no element there (an fma of +0 would turn a -0 lane into +0).
