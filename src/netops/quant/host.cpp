@@ -155,7 +155,12 @@ struct ModulatedInt8RowsHost {
     const std::int64_t at0 = r * m.n, mod = ModulatedInt8Rows::mapped(a, r);
     const float *x = m.x + at0, *shift = m.shift + mod * m.n, *scale = m.scale + mod * m.n;
     std::uint16_t* y = m.yBF16 ? m.yBF16 + at0 : nullptr;
+    // The next row's x, asked for now (into L2): its statistics' walk would otherwise wait on
+    // memory with no arithmetic beside it.
+    const float* next = r + 1 < a.rows ? x + m.n : nullptr;
     return int8Walk(row, c, held, Pending{}, [&](std::int64_t at, f32x16(&u)[4]) {
+      if (next)
+        for (int k = 0; k < 4; ++k) __builtin_prefetch(next + at + 16 * k, 0, 2);
       for (int k = 0; k < 4; ++k) {
         const std::int64_t i = at + 16 * k;
         u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
