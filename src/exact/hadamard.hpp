@@ -136,17 +136,6 @@ GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t
   else loadBlock(row, static_cast<const float*>(x) + at, v);
 }
 
-/// A block's 16 values kept at `to` (16 F), and read back: for a second walk over a row that
-/// reads what the first computed instead of computing it again.
-template <class F>
-GIZML_HD void keepBlock(const F (&v)[16], F* to) {
-  for (int k = 0; k < 16; ++k) to[k] = v[k];
-}
-template <class F>
-GIZML_HD void keptBlock(const F* from, F (&v)[16]) {
-  for (int k = 0; k < 16; ++k) v[k] = from[k];
-}
-
 /// The first three stages (strides 1, 4, 16) of the group of four vectors u0 .. u3 = v[b .. b + 4)
 /// of a block (b a multiple of 4), in place: strides 1 and 4 within each vector, then 16 across them.
 template <class Row, class F>

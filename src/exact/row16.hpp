@@ -210,19 +210,6 @@ void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
   }
 }
 
-/// hostRows whose row function keeps a row's values between two walks over it: each thread
-/// hands its rows a buffer of `held` floats (Kernel::row(HostRow, args, r, buffer)).
-template <class Kernel>
-void hostRowsHeld(const typename Kernel::Args& a, std::int64_t held, bool streamStores = false) {
-#pragma omp parallel
-  {
-    std::vector<f32x16> buffer(static_cast<std::size_t>((held + 15) / 16));
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r, buffer.data());
-    if (streamStores) streamFenceAlways();  // a row function may stream on AVX2 too (streamStore16Always)
-  }
-}
-
 #undef GIZML_ROW
 
 #else  // __CUDACC__
