@@ -1,4 +1,4 @@
-// The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows and
+// The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows (x F32, or BF16) and
 // hadamardRows in values/s (items) and bytes/s (x read once, the outputs written once), beside
 // BM_Copy of norms_bench.cpp (the same [8192, 3072]) for the machine's bandwidth. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
 #include <benchmark/benchmark.h>
@@ -12,11 +12,12 @@ namespace netops = gizml::netops;
 
 namespace {
 
-void BM_Int8Rows(benchmark::State& state) {
+/// int8Rows of F32 x, or of BF16 x where `bf16` (half the bytes read).
+void int8RowsBench(benchmark::State& state, bool bf16) {
   const std::int64_t rows = state.range(0), n = state.range(1);
   const int bits = static_cast<int>(state.range(2));
   const gizml::Device d = gizml::bench::benchDevice();
-  const Tensor x = Tensor::normal(Key{7, 7}, {rows, n}, d);
+  const Tensor x = bf16 ? Tensor::normal(Key{7, 7}, {rows, n}, d).to(gizml::DType::BF16) : Tensor::normal(Key{7, 7}, {rows, n}, d);
   auto out = netops::int8Rows(x, bits);
   for (auto _ : state) {
     netops::int8RowsInto(x, out.q, out.s, bits);
@@ -26,6 +27,9 @@ void BM_Int8Rows(benchmark::State& state) {
   state.SetItemsProcessed(rows * n * state.iterations());
   state.SetBytesProcessed(static_cast<std::int64_t>(x.bytes() + out.q.bytes() + out.s.bytes()) * state.iterations());
 }
+
+void BM_Int8Rows(benchmark::State& state) { int8RowsBench(state, false); }
+void BM_Int8RowsBF16(benchmark::State& state) { int8RowsBench(state, true); }
 
 void BM_HadamardRows(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
@@ -43,4 +47,5 @@ void BM_HadamardRows(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Int8Rows)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Int8RowsBF16)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();

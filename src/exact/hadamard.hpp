@@ -51,25 +51,38 @@ GIZML_HD F maxIgnoringNaN(F a, F best) {
 
 #if !defined(__CUDACC__)
 
+/// A lane sign +1 or -1 (hadamardSum's s_e) held as the bit it flips: s_e * u_e is u_e or -u_e
+/// exactly, so one xor does the multiplication's work on any port (only a NaN's sign bit may
+/// differ from the product's; results compare every NaN alike, tests/support/bits.cpp).
+struct LaneSigns {
+  u32x16 flip;
+};
+inline __attribute__((always_inline)) f32x16 operator*(LaneSigns s, f32x16 u) { return fromBits(toBits(u) ^ s.flip); }
+
 /// A stage of stride 1 or 4 (within a vector) on one vector: lane l is output l of its group.
+/// u_e (lane base + e Stride) is, for every lane at once, element e of the lane's group of four
+/// (stride 1) or group of four e (stride 4): one in-register broadcast each, no general permute.
 template <int Stride>
 inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x16 v) {
   static_assert(Stride == 1 || Stride == 4);
   constexpr int kShift = Stride == 1 ? 0 : 2;
-  const i32x16 d = (laneIndex() >> kShift) & 3, base = laneIndex() - d * Stride;
-  const auto sign = [&](int e) { return select(d == 3 - e, splat(-1.0f), splat(1.0f)); };
-  return hadamardSum(permuteLanes(v, base), permuteLanes(v, base + Stride), permuteLanes(v, base + 2 * Stride),
-                     permuteLanes(v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
+  const i32x16 d = (laneIndex() >> kShift) & 3;
+  const auto sign = [&](int e) { return LaneSigns{select(d == 3 - e, toBits(splat(-0.0f)), u32x16{})}; };
+  if constexpr (Stride == 1)
+    return hadamardSum(laneOfQuad<0>(v), laneOfQuad<1>(v), laneOfQuad<2>(v), laneOfQuad<3>(v), sign(0), sign(1),
+                       sign(2), sign(3));
+  else
+    return hadamardSum(quadOf<0>(v), quadOf<1>(v), quadOf<2>(v), quadOf<3>(v), sign(0), sign(1), sign(2), sign(3));
 }
 // One vector at a time: a single 1 KiB memcpy would be a library call through the stack.
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
-  for (int k = 0; k < 16; ++k) std::memcpy(&v[k], p + 16 * k, sizeof v[k]);
+  for (int k = 0; k < 16; ++k) v[k] = loadAll16(p + 16 * k);
 }
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const std::uint16_t* bf16, f32x16 (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = loadBF16x16(bf16 + 16 * k);
 }
 inline __attribute__((always_inline)) void storeBlock(const HostRow&, float* p, const f32x16 (&v)[16]) {
-  for (int k = 0; k < 16; ++k) std::memcpy(p + 16 * k, &v[k], sizeof v[k]);
+  for (int k = 0; k < 16; ++k) storeAll16(p + 16 * k, v[k]);
 }
 /// The largest lane ignoring NaN (lane 0 when every lane is NaN).
 inline float laneMax(const HostRow&, f32x16 v) {
@@ -123,25 +136,29 @@ GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t
   else loadBlock(row, static_cast<const float*>(x) + at, v);
 }
 
-/// A block's 16 values kept at `to` (16 F), and read back: for a second walk over a row that
-/// reads what the first computed instead of computing it again.
-template <class F>
-GIZML_HD void keepBlock(const F (&v)[16], F* to) {
-  for (int k = 0; k < 16; ++k) to[k] = v[k];
+/// The first three stages (strides 1, 4, 16) of the group of four vectors u0 .. u3 = v[b .. b + 4)
+/// of a block (b a multiple of 4), in place: strides 1 and 4 within each vector, then 16 across them.
+template <class Row, class F>
+GIZML_HD void hadamardGroup(const Row& row, F& u0, F& u1, F& u2, F& u3) {
+  u0 = hadamardLanes<4>(row, hadamardLanes<1>(row, u0));
+  u1 = hadamardLanes<4>(row, hadamardLanes<1>(row, u1));
+  u2 = hadamardLanes<4>(row, hadamardLanes<1>(row, u2));
+  u3 = hadamardLanes<4>(row, hadamardLanes<1>(row, u3));
+  hadamard4(u0, u1, u2, u3);  // stride 16
 }
+/// The last stage (stride 64) of vectors v[j], v[j + 4], v[j + 8], v[j + 12], in place.
 template <class F>
-GIZML_HD void keptBlock(const F* from, F (&v)[16]) {
-  for (int k = 0; k < 16; ++k) v[k] = from[k];
+GIZML_HD void hadamardLast(F& u0, F& u1, F& u2, F& u3) {
+  hadamard4(u0, u1, u2, u3);
 }
 
 /// The regular Hadamard transform of one 256-block held as v (see the top of this file), in
-/// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order.
+/// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order for every value (the host's
+/// int8Rows runs the same two pieces with the block in its row buffer between them).
 template <class Row, class F>
 GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
-  for (int k = 0; k < 16; ++k) v[k] = hadamardLanes<1>(row, v[k]);
-  for (int k = 0; k < 16; ++k) v[k] = hadamardLanes<4>(row, v[k]);
-  for (int b = 0; b < 16; b += 4) hadamard4(v[b], v[b + 1], v[b + 2], v[b + 3]);  // stride 16
-  for (int j = 0; j < 4; ++j) hadamard4(v[j], v[j + 4], v[j + 8], v[j + 12]);     // stride 64
+  for (int b = 0; b < 16; b += 4) hadamardGroup(row, v[b], v[b + 1], v[b + 2], v[b + 3]);
+  for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
 
 }  // namespace gizml::exact

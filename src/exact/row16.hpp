@@ -95,8 +95,13 @@ struct HostRow : RowSums<HostRow> {
   struct At {
     std::int64_t i, count;
     bool streaming;
-    GIZML_ROW F load(const float* row) const { return load16(row + i, count); }
-    GIZML_ROW void store(float* row, F v) const { store16(row + i, v, count); }
+    // A whole step as vector moves (loadAll16): load16's 64-byte memcpy of AVX2's two halves went
+    // through the stack as 16-byte pieces, a failed store-to-load forward every step.
+    GIZML_ROW F load(const float* row) const { return count == 16 ? loadAll16(row + i) : load16(row + i, count); }
+    GIZML_ROW void store(float* row, F v) const {
+      if (count == 16) storeAll16(row + i, v);
+      else store16(row + i, v, count);
+    }
     GIZML_ROW F load(const std::uint16_t* row) const {
       if (count == 16) return loadBF16x16(row + i);
       float wide[16] = {};
@@ -128,9 +133,18 @@ struct HostRow : RowSums<HostRow> {
 
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
+    reduceWith(out, step, [](std::int64_t) {});
+  }
+  /// reduce, running side(i) after each whole step i: independent work (another row's) to fill
+  /// the gaps of the sums' latency-bound chains. It changes nothing in the sums.
+  template <int N, class Step, class Side>
+  GIZML_ROW void reduceWith(float (&out)[N], Step step, Side&& side) const {
     F acc[N] = {};
     std::int64_t i = 0;
-    for (; i + 16 <= n; i += 16) step(At{i, 16, false}, acc);
+    for (; i + 16 <= n; i += 16) {
+      step(At{i, 16, false}, acc);
+      side(i);
+    }
     if (i < n) {
       // The partial last step: lanes past the row keep their accumulators as they are, like the
       // SPEC's lanes that have no element there (an fma of +0 would turn a -0 lane into +0).
@@ -193,19 +207,6 @@ void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r);
     if (streamStores) streamFence();  // this thread's streaming stores, visible before the join
-  }
-}
-
-/// hostRows whose row function keeps a row's values between two walks over it: each thread
-/// hands its rows a buffer of `held` floats (Kernel::row(HostRow, args, r, buffer)).
-template <class Kernel>
-void hostRowsHeld(const typename Kernel::Args& a, std::int64_t held, bool streamStores = false) {
-#pragma omp parallel
-  {
-    std::vector<f32x16> buffer(static_cast<std::size_t>((held + 15) / 16));
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r, buffer.data());
-    if (streamStores) streamFence();
   }
 }
 

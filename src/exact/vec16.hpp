@@ -293,6 +293,60 @@ GIZML_VEC void streamFence() {
 }
 GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
+/// streamStore16 on every ISA (AVX2 too: two 32-byte streaming stores), for a loop whose writes
+/// are the larger half of its traffic; p 64-byte aligned. Same bits as store16. Pair it with
+/// streamFenceAlways.
+GIZML_VEC void streamStore16Always(float* p, f32x16 v) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(p, (__m512)v);
+#else
+  _mm256_stream_ps(p, (__m256)v.h[0]);
+  _mm256_stream_ps(p + 8, (__m256)v.h[1]);
+#endif
+}
+/// Orders this thread's streamStore16Always stores before its later stores (an sfence).
+GIZML_VEC void streamFenceAlways() { _mm_sfence(); }
+/// 16 lanes loaded from / stored to p (any alignment) as whole vectors: without AVX-512 a
+/// 64-byte memcpy of the two halves can become 8-byte integer moves through the stack.
+GIZML_VEC f32x16 loadAll16(const float* p) {
+#if defined(__AVX512F__)
+  return (f32x16)_mm512_loadu_ps(p);
+#else
+  return f32x16((f32x8)_mm256_loadu_ps(p), (f32x8)_mm256_loadu_ps(p + 8));
+#endif
+}
+GIZML_VEC void storeAll16(float* p, f32x16 v) {
+#if defined(__AVX512F__)
+  _mm512_storeu_ps(p, (__m512)v);
+#else
+  _mm256_storeu_ps(p, (__m256)v.h[0]);
+  _mm256_storeu_ps(p + 8, (__m256)v.h[1]);
+#endif
+}
+/// Lane l of the result is lane 4 (l / 4) + E of v: element E of each group of four, within
+/// 128 bits (one vpermilps a register).
+template <int E>
+GIZML_VEC f32x16 laneOfQuad(f32x16 v) {
+  static_assert(E >= 0 && E < 4);
+#if defined(__AVX512F__)
+  return (f32x16)_mm512_permute_ps((__m512)v, E * 0x55);
+#else
+  return f32x16((f32x8)_mm256_permute_ps((__m256)v.h[0], E * 0x55), (f32x8)_mm256_permute_ps((__m256)v.h[1], E * 0x55));
+#endif
+}
+/// Lane l of the result is lane 4 E + l % 4 of v: group of four E in every group's place.
+template <int E>
+GIZML_VEC f32x16 quadOf(f32x16 v) {
+  static_assert(E >= 0 && E < 4);
+#if defined(__AVX512F__)
+  return (f32x16)_mm512_shuffle_f32x4((__m512)v, (__m512)v, E * 0x55);
+#else
+  const __m256 h = (__m256)v.h[E / 2];
+  const __m256 q = _mm256_permute2f128_ps(h, h, (E % 2) * 0x11);
+  return f32x16((f32x8)q, (f32x8)q);
+#endif
+}
+
 #if !defined(__AVX512F__) && defined(__AVX2__)
 /// The masks of lanes [0, count) of two 8-lane halves (all ones where the lane is below count).
 GIZML_VEC void laneMasks(std::int64_t count, __m256i& lo, __m256i& hi) {

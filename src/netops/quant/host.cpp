@@ -2,6 +2,7 @@
 // host paths (the row functions of quant.hpp on 16-lane vectors, OpenMP over rows). They equal
 // tests/reference/quant_reference.cpp bit for bit.
 #include <string>
+#include <vector>
 
 #include "core/check.hpp"
 #include "core/dispatch.hpp"
@@ -12,14 +13,177 @@
 namespace gizml::netops {
 
 namespace quant {
+namespace {
+
+using exact::f32x16;
+
+#define GIZML_INLINE inline __attribute__((always_inline))
+
+/// A row whose first walk is done and whose codes are still to write: its kept y (n floats), its
+/// scale, its index (r < 0: none).
+struct Pending {
+  const float* held = nullptr;
+  float s = 0.0f;
+  std::int64_t r = -1;
+};
+
+/// Walk 2 of Int8Rows::row for elements [from, to) of the pending row: the codes of its kept y.
+GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& a, const Pending& p, std::int64_t from,
+                               std::int64_t to) {
+  if (p.r < 0) return;
+  const std::int64_t at0 = p.r * a.n;
+  for (std::int64_t i = from; i < to; i += 16)
+    Int8Rows::storeCodes(row, a, at0 + i, int8Code(exact::loadAll16(p.held + i), p.s, a.lo, a.hi));
+}
+
+/// Walk 1 of Int8Rows::row on the host for a row of n values (a multiple of 256), returning its
+/// scale. The block's values stay in `held` (the row's n floats, a thread's buffer in L1) between
+/// the transform's pieces, not in 16 vectors that AVX2's two-register f32x16 would spill as 8-byte
+/// pieces. Per block: group(at, u) gives the 4 input vectors at element `at` (the block's vectors
+/// 4 g .. 4 g + 3), which take strides 1, 4 and 16 (hadamardGroup) and are kept; then stride 64
+/// across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast) gives y, its |y| into the
+/// maximum, and y kept. After each group, 64 codes of the `codes` row (the thread's previous
+/// one): its divisions run beside this row's additions. The same formulas and order as the row
+/// function, so the same bits.
+template <class Group>
+GIZML_INLINE float int8Walk(const exact::HostRow& row, const Int8Rows::Args& a, float* held, const Pending& codes,
+                            Group group) {
+  const std::int64_t n = a.n;
+  f32x16 best0{}, best1{};  // the maximum is order-free (|y| has no -0; NaN never enters)
+  for (std::int64_t b = 0; b < n; b += exact::kHadamardBlock) {
+    float* h = held + b;
+    for (int g = 0; g < 4; ++g) {
+      f32x16 u[4];
+      group(b + 64 * g, u);
+      exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
+      for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
+      pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1));
+    }
+    for (int j = 0; j < 4; ++j) {
+      f32x16 u0 = exact::loadAll16(h + 16 * j), u1 = exact::loadAll16(h + 16 * (j + 4)),
+             u2 = exact::loadAll16(h + 16 * (j + 8)), u3 = exact::loadAll16(h + 16 * (j + 12));
+      exact::hadamardLast(u0, u1, u2, u3);
+      best0 = exact::maxIgnoringNaN(exact::absLane(u0), best0);
+      best1 = exact::maxIgnoringNaN(exact::absLane(u1), best1);
+      best0 = exact::maxIgnoringNaN(exact::absLane(u2), best0);
+      best1 = exact::maxIgnoringNaN(exact::absLane(u3), best1);
+      exact::storeAll16(h + 16 * j, u0);
+      exact::storeAll16(h + 16 * (j + 4), u1);
+      exact::storeAll16(h + 16 * (j + 8), u2);
+      exact::storeAll16(h + 16 * (j + 12), u3);
+    }
+  }
+  return int8Scale(exact::laneMax(row, exact::maxIgnoringNaN(best1, best0)), a.maxCode);
+}
+
+/// The host's row loop for the 8-bit rows: OpenMP splits the rows (static), and each thread
+/// pipelines its own: Kernel::walk(row, a, r, held, pending) does row r's first walk and writes
+/// the previous row's codes (`pending`) on the way; the last row's codes follow the loop. Two
+/// buffers of n floats a thread, used in turn. Each row's values are the row function's.
+template <class Kernel>
+void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
+#pragma omp parallel
+  {
+    std::vector<f32x16> buffers(static_cast<std::size_t>(2 * (a.n / 16)));
+    float* held[2] = {reinterpret_cast<float*>(buffers.data()), reinterpret_cast<float*>(buffers.data()) + a.n};
+    const exact::HostRow row{a.n, streamStores};
+    Pending pending;
+    int next = 0;
+#pragma omp for schedule(static) nowait
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      const float s = Kernel::walk(row, a, r, held[next], pending);
+      a.s[r] = s;
+      pending = {held[next], s, r};
+      next ^= 1;
+    }
+    pendingCodes(row, Kernel::codes(a), pending, 0, a.n);
+    if (streamStores) exact::streamFenceAlways();
+  }
+}
+
+struct Int8RowsHost {
+  using Args = Int8Rows::Args;
+  static const Args& codes(const Args& a) { return a; }
+  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending) {
+    if (a.xBF16) {
+      const std::uint16_t* x = static_cast<const std::uint16_t*>(a.x) + r * a.n;
+      return int8Walk(row, a, held, pending, [&](std::int64_t at, f32x16(&u)[4]) {
+        for (int k = 0; k < 4; ++k) u[k] = exact::loadBF16x16(x + at + 16 * k);
+      });
+    }
+    const float* x = static_cast<const float*>(a.x) + r * a.n;
+    return int8Walk(row, a, held, pending, [&](std::int64_t at, f32x16(&u)[4]) {
+      for (int k = 0; k < 4; ++k) u[k] = exact::loadAll16(x + at + 16 * k);
+    });
+  }
+};
+
+/// A HostRow whose sums also run side(i) after step i (HostRow::reduceWith): modulatedStats on it
+/// writes the previous row's codes during its latency-bound dot16 chains.
+template <class Side>
+struct SideRow : exact::RowSums<SideRow<Side>> {
+  using F = f32x16;
+  using At = exact::HostRow::At;
+  std::int64_t n;
+  exact::HostRow base;
+  Side& side;
+  template <int N, class Step>
+  GIZML_INLINE void reduce(float (&out)[N], Step step) const {
+    base.reduceWith(out, step, side);
+  }
+};
+
+/// modulatedInt8RowsInto's row: modulatedNorm's statistics (the previous row's codes beside
+/// them), then modulatedNorm's values rounded to BF16 (stored to y when asked) as the blocks'
+/// input (ModulatedInt8Rows::block's steps) of int8Walk.
+struct ModulatedInt8RowsHost {
+  using Args = ModulatedInt8Rows::Args;
+  static Int8Rows::Args codes(const Args& a) {
+    return {{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
+  }
+  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending) {
+    const norms::ModulatedNorm::Args& m = a.norm;
+    const Int8Rows::Args c = codes(a);
+    std::int64_t written = 0;  // the pending row's codes once (a centered row's stats take two sums)
+    auto side = [&](std::int64_t i) {
+      if (i != written) return;
+      pendingCodes(row, c, pending, i, i + 16);
+      written = i + 16;
+    };
+    const exact::MeanRstd st = norms::modulatedStats(SideRow<decltype(side)>{{}, a.n, row, side}, m.x + r * m.n, m.eps, m.centered);
+    pendingCodes(row, c, pending, written, a.n);  // none left unless the row has a partial step
+    const std::int64_t at0 = r * m.n, mod = ModulatedInt8Rows::mapped(a, r);
+    const float *x = m.x + at0, *shift = m.shift + mod * m.n, *scale = m.scale + mod * m.n;
+    std::uint16_t* y = m.yBF16 ? m.yBF16 + at0 : nullptr;
+    // The next row's x, asked for now (into L2): its statistics' walk would otherwise wait on
+    // memory with no arithmetic beside it.
+    const float* next = r + 1 < a.rows ? x + m.n : nullptr;
+    return int8Walk(row, c, held, Pending{}, [&](std::int64_t at, f32x16(&u)[4]) {
+      if (next)
+        for (int k = 0; k < 4; ++k) __builtin_prefetch(next + at + 16 * k, 0, 2);
+      for (int k = 0; k < 4; ++k) {
+        const std::int64_t i = at + 16 * k;
+        u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
+                                                             exact::loadAll16(m.w + i), exact::loadAll16(scale + i),
+                                                             exact::loadAll16(shift + i)));
+        if (y) exact::storeBF16x16(y + i, u[k]);  // exact: u is a BF16 value already
+      }
+    });
+  }
+};
+
+#undef GIZML_INLINE
+
+}  // namespace
+
 void HadamardRows::host(const Args& a) { exact::hostRows<HadamardRows>(a); }
-// The host keeps each row's transformed values for the codes' walk (Int8Rows::row), and streams
+// The host keeps each row's transformed values for the codes' walk (hostRowsPipelined), and streams
 // F32 codes past the caches.
 void Int8Rows::host(const Args& a) {
-  exact::hostRowsHeld<Int8Rows>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
+  hostRowsPipelined<Int8RowsHost>(a, a.codes == Codes::F32 && exact::aligned64(a.q));
 }
 void ModulatedInt8Rows::host(const Args& a) {
-  exact::hostRowsHeld<ModulatedInt8Rows>(a, a.n, a.codes == Codes::F32 && exact::aligned64(a.q));
+  hostRowsPipelined<ModulatedInt8RowsHost>(a, a.codes == Codes::F32 && exact::aligned64(a.q));
 }
 }  // namespace quant
 

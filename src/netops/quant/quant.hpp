@@ -73,9 +73,10 @@ struct HadamardRows {
 enum class Codes { F32, I8, I4 };
 
 /// Per row: y = the transform of each 256-block; s = int8Scale(max|y|); q = int8Code(y, s). The
-/// codes need the row's maximum first, so the row is walked twice. A GPU keeps no y and transforms
-/// again on the second walk (`held` null); the host keeps the row's y in a thread's buffer `held`
-/// (n floats) and reads it back: the same values, the transform run once.
+/// codes need the row's maximum first, so the row is walked twice; a half-warp keeps no y and
+/// transforms again on the second walk. The host runs the same formulas in its own loop
+/// (host.cpp: int8Walk keeps the row's y in L1 and transforms once, and a thread writes a row's
+/// codes during its next row's walk).
 struct Int8Rows {
   static constexpr const char* kName = "gizml::netops::int8Rows";
   struct Args : BlockRows {
@@ -85,20 +86,18 @@ struct Int8Rows {
     float* s;
   };
   template <class Row, class F = typename Row::F>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r, F* held = nullptr) {
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     const std::int64_t begin = r * a.n, end = begin + a.n;
     F best = F{};
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
       a.transformed(row, b, v);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
-      if (held) exact::keepBlock(v, held + (b - begin) / 16);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      if (held) exact::keptBlock(held + (b - begin) / 16, v);
-      else a.transformed(row, b, v);
+      a.transformed(row, b, v);
       for (int k = 0; k < 16; ++k) storeCodes(row, a, b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
     if (row.leader()) a.s[r] = s;
@@ -110,8 +109,8 @@ struct Int8Rows {
   /// The host's codes are F32: 16 of them at element `at`, streamed past the caches when the
   /// host loop asked for it (nothing reads them back soon).
   static void storeCodes(const exact::HostRow& row, const Args& a, std::int64_t at, exact::f32x16 codes) {
-    if (row.streamStores) exact::streamStore16(static_cast<float*>(a.q) + at, codes);
-    else exact::store16(static_cast<float*>(a.q) + at, codes, 16);
+    if (row.streamStores) exact::streamStore16Always(static_cast<float*>(a.q) + at, codes);
+    else exact::storeAll16(static_cast<float*>(a.q) + at, codes);
   }
 #else
   /// Lane l's code is element at + l. I4: an even lane packs its code and its neighbour's.
@@ -133,8 +132,9 @@ struct Int8Rows {
 
 /// modulatedInt8RowsInto: int8Rows of modulatedNorm's rows rounded to BF16, in one pass (SPEC
 /// §1.6: the same bits as the two ops one after the other). Each 256-block of the modulated row is
-/// computed in registers, rounded to BF16 (stored to y when asked), transformed; twice, as
-/// int8Rows transforms twice (once for the maximum, once for the codes).
+/// computed in registers, rounded to BF16 (stored to y when asked), transformed; on a GPU twice,
+/// as int8Rows transforms twice (once for the maximum, once for the codes); on the host once
+/// (host.cpp).
 struct ModulatedInt8Rows {
   static constexpr const char* kName = "gizml::netops::modulatedInt8RowsInto";
   struct Args {
@@ -162,23 +162,21 @@ struct ModulatedInt8Rows {
     }
     exact::hadamard256(row, v);
   }
-  /// The row's two walks, as Int8Rows::row (`held`: the host's buffer of the row's blocks).
+  /// The row's two walks, as Int8Rows::row (the host: host.cpp's ModulatedInt8RowsHost).
   template <class Row, class F = typename Row::F>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r, F* held = nullptr) {
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     const exact::MeanRstd st = norms::modulatedStats(row, a.norm.x + r * a.norm.n, a.norm.eps, a.norm.centered);
     F best = F{};
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
       block(row, a, r, st, b, a.norm.yBF16 != nullptr, v);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
-      if (held) exact::keepBlock(v, held + b / 16);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     const Int8Rows::Args codes{{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
-      if (held) exact::keptBlock(held + b / 16, v);
-      else block(row, a, r, st, b, false, v);
+      block(row, a, r, st, b, false, v);
       for (int k = 0; k < 16; ++k) Int8Rows::storeCodes(row, codes, r * a.n + b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
     if (row.leader()) a.s[r] = s;
