@@ -95,13 +95,8 @@ struct HostRow : RowSums<HostRow> {
   struct At {
     std::int64_t i, count;
     bool streaming;
-    // A whole step as vector moves (loadAll16): load16's 64-byte memcpy of AVX2's two halves went
-    // through the stack as 16-byte pieces, a failed store-to-load forward every step.
-    GIZML_ROW F load(const float* row) const { return count == 16 ? loadAll16(row + i) : load16(row + i, count); }
-    GIZML_ROW void store(float* row, F v) const {
-      if (count == 16) storeAll16(row + i, v);
-      else store16(row + i, v, count);
-    }
+    GIZML_ROW F load(const float* row) const { return load16(row + i, count); }
+    GIZML_ROW void store(float* row, F v) const { store16(row + i, v, count); }
     GIZML_ROW F load(const std::uint16_t* row) const {
       if (count == 16) return loadBF16x16(row + i);
       float wide[16] = {};

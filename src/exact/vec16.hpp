@@ -293,36 +293,6 @@ GIZML_VEC void streamFence() {
 }
 GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
-/// streamStore16 on every ISA (AVX2 too: two 32-byte streaming stores), for a loop whose writes
-/// are the larger half of its traffic; p 64-byte aligned. Same bits as store16. Pair it with
-/// streamFenceAlways.
-GIZML_VEC void streamStore16Always(float* p, f32x16 v) {
-#if defined(__AVX512F__)
-  _mm512_stream_ps(p, (__m512)v);
-#else
-  _mm256_stream_ps(p, (__m256)v.h[0]);
-  _mm256_stream_ps(p + 8, (__m256)v.h[1]);
-#endif
-}
-/// Orders this thread's streamStore16Always stores before its later stores (an sfence).
-GIZML_VEC void streamFenceAlways() { _mm_sfence(); }
-/// 16 lanes loaded from / stored to p (any alignment) as whole vectors: without AVX-512 a
-/// 64-byte memcpy of the two halves can become 8-byte integer moves through the stack.
-GIZML_VEC f32x16 loadAll16(const float* p) {
-#if defined(__AVX512F__)
-  return (f32x16)_mm512_loadu_ps(p);
-#else
-  return f32x16((f32x8)_mm256_loadu_ps(p), (f32x8)_mm256_loadu_ps(p + 8));
-#endif
-}
-GIZML_VEC void storeAll16(float* p, f32x16 v) {
-#if defined(__AVX512F__)
-  _mm512_storeu_ps(p, (__m512)v);
-#else
-  _mm256_storeu_ps(p, (__m256)v.h[0]);
-  _mm256_storeu_ps(p + 8, (__m256)v.h[1]);
-#endif
-}
 /// Lane l of the result is lane 4 (l / 4) + E of v: element E of each group of four, within
 /// 128 bits (one vpermilps a register).
 template <int E>
@@ -330,8 +300,11 @@ GIZML_VEC f32x16 laneOfQuad(f32x16 v) {
   static_assert(E >= 0 && E < 4);
 #if defined(__AVX512F__)
   return (f32x16)_mm512_permute_ps((__m512)v, E * 0x55);
-#else
+#elif defined(__AVX__)
   return f32x16((f32x8)_mm256_permute_ps((__m256)v.h[0], E * 0x55), (f32x8)_mm256_permute_ps((__m256)v.h[1], E * 0x55));
+#else
+  return f32x16(__builtin_shufflevector(v.h[0], v.h[0], E, E, E, E, 4 + E, 4 + E, 4 + E, 4 + E),
+                __builtin_shufflevector(v.h[1], v.h[1], E, E, E, E, 4 + E, 4 + E, 4 + E, 4 + E));
 #endif
 }
 /// Lane l of the result is lane 4 E + l % 4 of v: group of four E in every group's place.
@@ -340,10 +313,14 @@ GIZML_VEC f32x16 quadOf(f32x16 v) {
   static_assert(E >= 0 && E < 4);
 #if defined(__AVX512F__)
   return (f32x16)_mm512_shuffle_f32x4((__m512)v, (__m512)v, E * 0x55);
-#else
+#elif defined(__AVX__)
   const __m256 h = (__m256)v.h[E / 2];
   const __m256 q = _mm256_permute2f128_ps(h, h, (E % 2) * 0x11);
   return f32x16((f32x8)q, (f32x8)q);
+#else
+  constexpr int o = (E % 2) * 4;
+  const f32x8 q = __builtin_shufflevector(v.h[E / 2], v.h[E / 2], o, o + 1, o + 2, o + 3, o, o + 1, o + 2, o + 3);
+  return f32x16(q, q);
 #endif
 }
 
@@ -355,18 +332,36 @@ GIZML_VEC void laneMasks(std::int64_t count, __m256i& lo, __m256i& hi) {
   hi = _mm256_cmpgt_epi32(c, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
 }
 #endif
+/// 16 lanes loaded from / stored to p (any alignment) as whole vectors: without AVX-512 a 64-byte
+/// memcpy into the two-vector struct was compiled as 16- or 8-byte moves through the stack, each
+/// then read whole (a store-forwarding stall per vector: layerNormGrad's and int8Rows' row passes
+/// ran several times slower on AVX2).
+GIZML_VEC f32x16 loadAll16(const float* p) {
+#if defined(__AVX512F__)
+  return (f32x16)_mm512_loadu_ps(p);
+#elif defined(__AVX__)
+  return f32x16((f32x8)_mm256_loadu_ps(p), (f32x8)_mm256_loadu_ps(p + 8));
+#else
+  f32x16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+#endif
+}
+GIZML_VEC void storeAll16(float* p, f32x16 v) {
+#if defined(__AVX512F__)
+  _mm512_storeu_ps(p, (__m512)v);
+#elif defined(__AVX__)
+  _mm256_storeu_ps(p, (__m256)v.h[0]);
+  _mm256_storeu_ps(p + 8, (__m256)v.h[1]);
+#else
+  std::memcpy(p, &v, sizeof v);
+#endif
+}
 /// Loads min(count, 16) floats; the lanes past them are +0 (and their memory is not read).
 GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
   f32x16 v;
   if (count >= 16) {
-#if !defined(__AVX512F__) && defined(__AVX__)
-    // Two 8-lane loads straight into the halves: a memcpy into the two-vector struct was compiled
-    // as four 16-byte moves through the stack, each then read as 32 bytes (a store-forwarding stall
-    // per vector: layerNormGrad's row pass ran several times slower on AVX2).
-    v = f32x16((f32x8)_mm256_loadu_ps(p), (f32x8)_mm256_loadu_ps(p + 8));
-#else
-    std::memcpy(&v, p, sizeof v);
-#endif
+    v = loadAll16(p);
   } else {
 #if defined(__AVX512F__)
     v = (f32x16)_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
@@ -386,12 +381,7 @@ GIZML_VEC f32x16 load16(const float* p, std::int64_t count) {
 /// Stores min(count, 16) lanes.
 GIZML_VEC void store16(float* p, f32x16 v, std::int64_t count) {
   if (count >= 16) {
-#if !defined(__AVX512F__) && defined(__AVX__)
-    _mm256_storeu_ps(p, (__m256)v.h[0]);
-    _mm256_storeu_ps(p + 8, (__m256)v.h[1]);
-#else
-    std::memcpy(p, &v, sizeof v);
-#endif
+    storeAll16(p, v);
     return;
   }
 #if defined(__AVX512F__)

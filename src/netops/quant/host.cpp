@@ -97,7 +97,7 @@ void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
       next ^= 1;
     }
     pendingCodes(row, Kernel::codes(a), pending, 0, a.n);
-    if (streamStores) exact::streamFenceAlways();
+    if (streamStores) exact::streamFence();
   }
 }
 

@@ -109,7 +109,7 @@ struct Int8Rows {
   /// The host's codes are F32: 16 of them at element `at`, streamed past the caches when the
   /// host loop asked for it (nothing reads them back soon).
   static void storeCodes(const exact::HostRow& row, const Args& a, std::int64_t at, exact::f32x16 codes) {
-    if (row.streamStores) exact::streamStore16Always(static_cast<float*>(a.q) + at, codes);
+    if (row.streamStores) exact::streamStore16(static_cast<float*>(a.q) + at, codes);
     else exact::storeAll16(static_cast<float*>(a.q) + at, codes);
   }
 #else
