@@ -9,6 +9,7 @@
 #include "core/backend.hpp"
 #include "core/cuda_launch.cuh"
 #include "exact/mma_layout.hpp"
+#include "exact/mma_ptx.cuh"
 
 namespace gizml::detail {
 
@@ -22,22 +23,6 @@ struct MmaArgs {
   const void* b;
   void* d;
 };
-
-__device__ __forceinline__ unsigned sharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-/// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 from this lane's row address.
-__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const std::uint16_t* row, bool trans) {
-  if (trans)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(row)));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(row)));
-}
 
 /// A [16][32] and B [32 k][8 n] bytes into the m16n8k32 registers, by the fragment maps.
 __device__ void loadBytes(const std::uint8_t* A, const std::uint8_t* B, int lane, std::uint32_t (&a)[4],
@@ -111,31 +96,27 @@ __global__ void mmaForTestKernel(const MmaArgs p) {
     __shared__ __align__(16) std::uint16_t sb[16 * 16];
     const bool trans = p.kind == MmaForTest::Bf16LdmatrixTrans;
     const mma::Chunk c = mma::copyChunkOf(lane, 0, 32, 2);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                     sharedAddress(sa + mma::swizzledOffset(c.row, 8 * c.chunk, 16))),
-                 "l"(A + c.row * 16 + 8 * c.chunk));
-    asm volatile("cp.async.commit_group;\n" ::);
+    mma::copyChunk16(sa + mma::swizzledOffset(c.row, 8 * c.chunk, 16), A + c.row * 16 + 8 * c.chunk);
+    mma::commitCopies();
     // B as ldmatrix reads it: Bᵀ [16 n][16 k] (n >= 8 zero), or with .trans B [16 k][16 n] (n >= 8 zero).
     for (int e = lane; e < 256; e += 32) {
       const int r = e / 16, col = e % 16;
       const std::uint16_t v = trans ? (col < 8 ? B[r * 8 + col] : 0) : (r < 8 ? B[col * 8 + r] : 0);
       sb[mma::swizzledOffset(r, col, 16)] = v;
     }
-    asm volatile("cp.async.wait_group 0;\n" ::);
+    mma::waitCopies<0>();
     __syncthreads();
     const mma::RowCol at = mma::ldmatrixAddressA(lane);
-    ldmatrixX4(a, sa + mma::swizzledOffset(at.row, at.col, 16), false);
+    mma::ldmatrixX4<false>(a, sa + mma::swizzledOffset(at.row, at.col, 16));
     const mma::RowCol bt = trans ? mma::ldmatrixTransAddressB(lane) : mma::ldmatrixAddressB(lane);
     std::uint32_t r[4];
-    ldmatrixX4(r, sb + mma::swizzledOffset(bt.row, bt.col, 16), trans);
+    if (trans) mma::ldmatrixX4<true>(r, sb + mma::swizzledOffset(bt.row, bt.col, 16));
+    else mma::ldmatrixX4<false>(r, sb + mma::swizzledOffset(bt.row, bt.col, 16));
     b[0] = r[0];  // registers 0, 1: the B fragment of n 0-7
     b[1] = r[1];
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  mma::mmaM16N8K16<true>(acc, a, b[0], b[1]);
   storeD(p.d, lane, acc);
 }
 

@@ -21,6 +21,7 @@
 #include "core/cuda_launch.cuh"
 #include "exact/convert.hpp"
 #include "exact/mma_layout.hpp"
+#include "exact/mma_ptx.cuh"
 #include "netops/attention/flash.hpp"
 #include "netops/attention/flash_step.hpp"
 
@@ -53,46 +54,7 @@ __global__ void packKernel(const FlashRows::Args a) {
   }
 }
 
-// ---- the instructions -------------------------------------------------------------------------------
-
-__device__ __forceinline__ unsigned sharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-/// cp.async.cg of one 16-byte chunk; with `in` false nothing is read and the chunk is zero-filled
-/// (src-size 0): rows past the group's end hold +0, so masked keys meet V = 0, never NaN * 0.
-__device__ __forceinline__ void copyChunk(std::uint16_t* dst, const std::uint16_t* src, bool in) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sharedAddress(dst)), "l"(src),
-               "r"(in ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-/// Waits until at most `pending` commit groups of this thread are still in flight.
-template <int pending>
-__device__ __forceinline__ void waitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-}
-
-/// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 from this lane's row address.
-template <bool kTrans>
-__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const std::uint16_t* row) {
-  if constexpr (kTrans)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(row)));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(sharedAddress(row)));
-}
-
-/// d += a b on BF16 operands, F32 accumulators.
-__device__ __forceinline__ void mmaBF16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// ---- tiles and registers --------------------------------------------------------------------------
 
 /// Rows [row0, row0 + 64) of a panel (rows of D BF16 values) into a swizzled shared tile [64][D] by
 /// the cp.async chunk map; rows from rowsLeft on are zero-filled.
@@ -105,7 +67,9 @@ __device__ __forceinline__ void loadTile(std::uint16_t* tile, const std::uint16_
     const mma::Chunk c = mma::copyChunkOf(tid, step, kThreads, chunks);
     const bool in = c.row < rowsLeft;
     const std::uint16_t* src = panel + (in ? (row0 + c.row) * D + 8 * c.chunk : 0);
-    copyChunk(tile + mma::swizzledOffset(c.row, 8 * c.chunk, D), src, in);
+    // `in` false zero-fills the chunk (nothing read): rows past the group's end hold +0, so masked
+    // keys meet V = 0, never NaN * 0.
+    mma::copyChunk16(tile + mma::swizzledOffset(c.row, 8 * c.chunk, D), src, in);
   }
 }
 
@@ -141,7 +105,7 @@ __global__ void __launch_bounds__(kThreads) flashKernel(const FlashRows::Args a)
   loadTile<D>(qTile, qPanel, i0, tq - i0, tid);
   loadTile<D>(kTiles, kPanel, 0, tk, tid);
   loadTile<D>(vTiles, vPanel, 0, tk, tid);
-  commitCopies();
+  mma::commitCopies();
 
   std::uint32_t qFrag[D / 16][4];
   float acc[D / 8][4];
@@ -163,15 +127,15 @@ __global__ void __launch_bounds__(kThreads) flashKernel(const FlashRows::Args a)
       loadTile<D>(kTiles + (buf ^ 1) * kBlockK * D, kPanel, next, tk - next, tid);
       loadTile<D>(vTiles + (buf ^ 1) * kBlockK * D, vPanel, next, tk - next, tid);
     }
-    commitCopies();  // always a group (maybe empty): wait_group 1 then means tile t has landed
-    waitCopies<1>();
+    mma::commitCopies();  // always a group (maybe empty): wait_group 1 then means tile t has landed
+    mma::waitCopies<1>();
     __syncthreads();
 
     if (t == 0) {
       const mma::RowCol at = mma::ldmatrixAddressA(lane);
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
-        ldmatrixX4<false>(qFrag[kk], qTile + mma::swizzledOffset(16 * warp + at.row, 16 * kk + at.col, D));
+        mma::ldmatrixX4<false>(qFrag[kk], qTile + mma::swizzledOffset(16 * warp + at.row, 16 * kk + at.col, D));
     }
 
     const std::int64_t j0 = t * kBlockK;
@@ -192,9 +156,9 @@ __global__ void __launch_bounds__(kThreads) flashKernel(const FlashRows::Args a)
 #pragma unroll
         for (int nb = 0; nb < kBlockK / 16; ++nb) {
           std::uint32_t b[4];
-          ldmatrixX4<false>(b, kt + mma::swizzledOffset(16 * nb + kAt.row, 16 * kk + kAt.col, D));
-          mmaBF16(s[2 * nb], qFrag[kk], b[0], b[1]);
-          mmaBF16(s[2 * nb + 1], qFrag[kk], b[2], b[3]);
+          mma::ldmatrixX4<false>(b, kt + mma::swizzledOffset(16 * nb + kAt.row, 16 * kk + kAt.col, D));
+          mma::mmaM16N8K16<true>(s[2 * nb], qFrag[kk], b[0], b[1]);
+          mma::mmaM16N8K16<true>(s[2 * nb + 1], qFrag[kk], b[2], b[3]);
         }
 
       // The online softmax of this lane's two rows.
@@ -246,9 +210,9 @@ __global__ void __launch_bounds__(kThreads) flashKernel(const FlashRows::Args a)
 #pragma unroll
         for (int nb = 0; nb < D / 16; ++nb) {
           std::uint32_t b[4];
-          ldmatrixX4<true>(b, vt + mma::swizzledOffset(16 * kk + vAt.row, 16 * nb + vAt.col, D));
-          mmaBF16(acc[2 * nb], pFrag, b[0], b[1]);
-          mmaBF16(acc[2 * nb + 1], pFrag, b[2], b[3]);
+          mma::ldmatrixX4<true>(b, vt + mma::swizzledOffset(16 * kk + vAt.row, 16 * nb + vAt.col, D));
+          mma::mmaM16N8K16<true>(acc[2 * nb], pFrag, b[0], b[1]);
+          mma::mmaM16N8K16<true>(acc[2 * nb + 1], pFrag, b[2], b[3]);
         }
       }
     }

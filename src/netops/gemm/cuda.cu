@@ -7,6 +7,7 @@
 #include "core/cuda_launch.cuh"
 #include "exact/convert.hpp"
 #include "exact/mma_layout.hpp"
+#include "exact/mma_ptx.cuh"
 #include "netops/gemm/gemm.hpp"
 
 namespace gizml::netops::gemm {
@@ -118,20 +119,6 @@ __device__ __forceinline__ std::uint16_t toHalf(float v) {
   return kBF16 ? exact::floatToBF16(v) : exact::floatToF16(v);
 }
 
-template <bool kBF16>
-__device__ __forceinline__ void mma16816(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
-                                         std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
-  if constexpr (kBF16)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 template <bool kBF16, class LoadB>
 __device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA la, LoadB lb, const ChainStore& store) {
@@ -174,7 +161,7 @@ __device__ void mmaBlock(std::int64_t m, std::int64_t n, std::int64_t k, DenseA 
             const mma::RowCol at = mma::fragmentB16x8(lane, reg, 0);  // (k, n)
             b[reg] = *reinterpret_cast<const std::uint32_t*>(&Bs[wn * 32 + ni * 8 + at.col][ks + at.row]);
           }
-          mma16816<kBF16>(acc[mi][ni], a[0], a[1], a[2], a[3], b[0], b[1]);
+          mma::mmaM16N8K16<kBF16>(acc[mi][ni], a, b[0], b[1]);
         }
       }
     }

@@ -1,0 +1,63 @@
+// The matrix-core and async-copy instructions as device functions, written once for every kernel
+// that uses them (the GEMM's matrix-core path, the flash attention kernel, the instruction test of
+// core/mma_for_test.cu). Which lane holds which element is exact/mma_layout.hpp's business; these
+// only issue the PTX. CUDA only.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "mma_ptx.cuh is CUDA-only"
+#endif
+
+#include <cstdint>
+
+namespace gizml::exact::mma {
+
+/// A generic pointer into shared memory as the 32-bit shared-space address PTX takes.
+__device__ __forceinline__ unsigned sharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// cp.async.cg of one 16-byte chunk from global src to shared dst; with `in` false nothing is read
+/// and the chunk is zero-filled (src-size 0).
+__device__ __forceinline__ void copyChunk16(void* dst, const void* src, bool in = true) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sharedAddress(dst)), "l"(src), "r"(in ? 16 : 0)
+               : "memory");
+}
+/// Closes this thread's group of cp.async copies issued since the last commit.
+__device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/// Waits until at most `pending` commit groups of this thread are still in flight.
+template <int pending>
+__device__ __forceinline__ void waitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 from this lane's row address.
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const std::uint16_t* row) {
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+}
+
+/// d += a b: mma.sync.aligned.m16n8k16, BF16 (kBF16) or F16 operands, F32 accumulators.
+template <bool kBF16>
+__device__ __forceinline__ void mmaM16N8K16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                            std::uint32_t b1) {
+  if constexpr (kBF16)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+}  // namespace gizml::exact::mma
