@@ -70,17 +70,20 @@ void BM_ModulatedInt8Rows(benchmark::State& state) {
   state.SetItemsProcessed(kRows * kWidth * state.iterations());
 }
 
+// Argument 1: SiLU after the norm (its exp is most of the arithmetic), 0: the norm alone.
 void BM_PixelNorm(benchmark::State& state) {  // 8 frames of 384 channels x 8192 pixels, in place
   const gizml::Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{1, 1}, {8, 384, 8192}, d);
-  timed(state, d, 2 * x.bytes(), [&] { netops::pixelNormInto(x, 1e-8, true, x); });
+  const bool act = state.range(0) != 0;
+  timed(state, d, 2 * x.bytes(), [&] { netops::pixelNormInto(x, 1e-8, act, x); });
 }
 
-void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 groups
+void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 groups; SiLU as pixelNorm's
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor x = Tensor::normal(Key{1, 1}, {512, 48, 1024}, d);
   const Tensor w = Tensor::normal(Key{2, 2}, {512}, d), b = Tensor::normal(Key{3, 3}, {512}, d);
-  timed(state, d, 2 * x.bytes(), [&] { benchmark::DoNotOptimize(netops::groupNorm(x, 32, w, b, 1e-6, true, DType::F32).raw()); });
+  const bool act = state.range(0) != 0;
+  timed(state, d, 2 * x.bytes(), [&] { benchmark::DoNotOptimize(netops::groupNorm(x, 32, w, b, 1e-6, act, DType::F32).raw()); });
 }
 
 void BM_RowNormRope(benchmark::State& state) {  // BF16 rows of 3072, heads of 128, in place
@@ -101,6 +104,6 @@ BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kRows, kWidth})->Unit(b
 BENCHMARK(BM_ModulatedNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ModulatedInt8Rows)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_PixelNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_GroupNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GroupNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RowNormRope)->Unit(benchmark::kMillisecond)->UseRealTime();

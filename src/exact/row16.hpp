@@ -14,6 +14,9 @@
 //   row.dot16(term)                dot16, term(at) returning factors(a, b)
 //   row.reduce(out, step)          N sums in one pass: step(at, acc) updates acc[0 .. N)
 //   row.forEach(body)              body(at) for each step, in order
+//   row.forEachWide(body)          the same for a body that only loads, computes lane by lane and
+//                                  stores: the host hands it two whole steps at once (a TwinAt,
+//                                  lanes f32x16x2, exact/twin.hpp) to interleave their chains
 //   row.argmax(x), row.maxValue(x) the SPEC's argmax of a row, and the value there
 //   row.leader()                   true on one lane: the one that writes the row's scalars
 //   row.ofLength(m)                the same form over m elements (a slice, a channel)
@@ -157,6 +160,27 @@ struct HostRow : RowSums<HostRow> {
     for (std::int64_t i = 0; i < n; i += 16) body(At{i, n - i < 16 ? n - i : 16, streamStores});
   }
 
+  /// Two whole steps, elements [i, i + 32), as one: their lanes are an f32x16x2, so that a long
+  /// per-element chain (SiLU's exp and division) runs as two interleaved chains (exact/twin.hpp).
+  struct TwinAt {
+    At lo, hi;
+    GIZML_ROW f32x16x2 load(const float* row) const { return {lo.load(row), hi.load(row)}; }
+    GIZML_ROW f32x16x2 load(const std::uint16_t* row) const { return {lo.load(row), hi.load(row)}; }
+    template <class T>
+    GIZML_ROW void store(T* row, const f32x16x2& v) const {
+      lo.store(row, v.a);
+      hi.store(row, v.b);
+    }
+  };
+  /// forEach, the whole pairs of steps handed to body as a TwinAt, the rest (a last step, a
+  /// partial one) as At: each element's steps are the same, in the same order.
+  template <class Body>
+  GIZML_ROW void forEachWide(Body body) const {
+    std::int64_t i = 0;
+    for (; i + 32 <= n; i += 32) body(TwinAt{At{i, 16, streamStores}, At{i + 16, 16, streamStores}});
+    for (; i < n; i += 16) body(At{i, n - i < 16 ? n - i : 16, streamStores});
+  }
+
   /// The lowest index of the row's largest non-NaN value; 0 for a row of NaN (SPEC §1.3).
   std::int64_t argmax(const float* x) const {
     const float m = maxOfLanes(x);
@@ -255,6 +279,11 @@ struct WarpRow : RowSums<WarpRow> {
   template <class Body>
   GIZML_HD void forEach(Body body) const {
     for (std::int64_t i = lane; i < n; i += 16) body(At{i});
+  }
+  /// A lane's elements are one chain after another already: forEach.
+  template <class Body>
+  GIZML_HD void forEachWide(Body body) const {
+    forEach(body);
   }
 
   /// Each lane keeps its best (value, index), then the half-warp combines them; argmaxBetter is

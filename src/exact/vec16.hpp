@@ -422,3 +422,6 @@ GIZML_VEC f32x16 keepFirst(f32x16 v, std::int64_t count) {
 #undef GIZML_VEC
 
 }  // namespace gizml::exact
+
+// Two vectors side by side, for long per-element chains.
+#include "exact/twin.hpp"

@@ -290,7 +290,7 @@ struct GroupNorm {
     const std::int64_t g = ch / a.perGroup;
     const exact::MeanRstd s = groupStats(a.partial + 2 * kGroupSlices * g, a.perGroup * a.n, a.eps);
     const float* x = a.x + ch * a.n;
-    row.forEach([&](const auto& at) {
+    row.forEachWide([&](const auto& at) {
       const auto y = groupNormValue(at.load(x), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
       if (a.yBF16) at.store(a.yBF16 + ch * a.n, y);
       else at.store(a.y + ch * a.n, y);
@@ -299,5 +299,9 @@ struct GroupNorm {
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
+
+/// groupNorm on the host: both passes, group by group where there are groups enough for the threads
+/// (norms/host.cpp); the same row functions as the GPU's two launches, so the same bits.
+void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& channels);
 
 }  // namespace gizml::netops::norms
