@@ -157,6 +157,30 @@ TEST(MmaLayout, AccumulatorsOfTwoTilesAreAnAOperand) {
       }
 }
 
+TEST(MmaLayout, AccumulatorsOfFourTilesAreAPermutedS8AOperand) {
+  // accumulatorColumnOfA16x32 is a permutation of 0..31 that keeps each half of 16.
+  std::vector<int> seen(32, 0);
+  for (int col = 0; col < 32; ++col) {
+    const int c = mma::accumulatorColumnOfA16x32(col);
+    ASSERT_TRUE(c >= 0 && c < 32 && (c & 16) == (col & 16)) << col;
+    ++seen[c];
+  }
+  for (int c = 0; c < 32; ++c) EXPECT_EQ(seen[c], 1) << "column " << c;
+  // Byte `byte` of A register `reg` is, in the same lane, the accumulator of the A element's row and
+  // of the permuted column.
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int byte = 0; byte < 4; ++byte) {
+        const RowCol a = mma::fragmentA16x32(lane, reg, byte);
+        const mma::TileAccumulator t = mma::accumulatorOfA16x32(reg, byte);
+        ASSERT_TRUE(t.tile >= 0 && t.tile < 4 && t.i >= 0 && t.i < 4);
+        const RowCol c = mma::fragmentC16x8(lane, t.i);
+        EXPECT_EQ(a.row, c.row) << "lane " << lane << " reg " << reg << " byte " << byte;
+        EXPECT_EQ(mma::accumulatorColumnOfA16x32(a.col), 8 * t.tile + c.col)
+            << "lane " << lane << " reg " << reg << " byte " << byte;
+      }
+}
+
 TEST(MmaLayout, LdmatrixMapsAreBijections) {
   std::vector<int> rows(32, 0), elems(64, 0), trans(64, 0);
   for (int lane = 0; lane < 32; ++lane) {
