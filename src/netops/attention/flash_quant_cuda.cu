@@ -74,7 +74,24 @@ __global__ void statsKernel(const SageRows::Args a) {
   if (idx >= total) return;
   const std::int64_t c = idx % a.head, g = (idx / a.head) % groups, h = idx / (a.head * groups);
   float sum = 0.0f, vMax = 0.0f;
-  for (std::int64_t j = 0; j < a.group; ++j) {  // key order: the host emulation's order
+  // Key order (the host emulation's), 16 keys' loads issued before their adds: one thread a
+  // channel is little parallelism, so each keeps many loads in flight.
+  constexpr int kBatch = 16;
+  std::int64_t j = 0;
+  for (; j + kBatch <= a.group; j += kBatch) {
+    float kv[kBatch], vv[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      kv[u] = valueOf(a, 1, g * a.group + j + u, h, c);
+      vv[u] = fabsf(valueOf(a, 2, g * a.group + j + u, h, c));
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      sum = sum + kv[u];
+      vMax = vv[u] > vMax ? vv[u] : vMax;
+    }
+  }
+  for (; j < a.group; ++j) {
     sum = sum + valueOf(a, 1, g * a.group + j, h, c);
     const float v = fabsf(valueOf(a, 2, g * a.group + j, h, c));
     vMax = v > vMax ? v : vMax;
