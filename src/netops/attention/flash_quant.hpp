@@ -9,7 +9,8 @@
 //             V's channel scale (max |v| / 448), over the group's keys;
 //   scales    one warp a block: Q's INT8 scale of each 16 rows, K's (less its mean) of each 64 keys
 //             (max |x| / 127; a maximum is order-free);
-//   codes     Q and K' to INT8 [heads][rows][head]; V to E4M3, transposed to [heads][group index]
+//   codes     Q and K' to INT8 [heads][rows][head]; V to E4M3 (its own launch, a tile of 64 keys x
+//             64 channels a block, transposed through shared memory), to [heads][group index]
 //             [head][tkPad] (tkPad = the group's keys rounded up to 64, +0 past them) with the keys of
 //             each 32 permuted as mma::accumulatorColumnOfA16x32 says, so that the P V product's B
 //             operand loads by ldmatrix without a transpose (ldmatrix .trans moves 16-bit elements
@@ -33,7 +34,7 @@ struct SageRows {
     bool outBF16;
     std::int64_t rows, heads, head, group, outRows;  // head 64 or 128; group divides rows
     float scale;                                     // F32(1 / sqrt(head))
-    // Workspace (device memory, written by the first three launches):
+    // Workspace (device memory, written by the launches before the attention kernel):
     std::int8_t* qCodes;    // [heads][rows][head]
     std::int8_t* kCodes;    // [heads][rows][head], K less its group's channel mean
     std::uint8_t* vCodes;   // [heads][groups][head][tkPad], E4M3, keys permuted within each 32
@@ -49,7 +50,7 @@ struct SageRows {
   static GIZML_HD std::int64_t kBlocks(const Args& a) { return (a.group + 63) / 64; }
   /// Whether g's device runs the FP8 kernel (its code for that device was compiled for sm_89+).
   static bool available(const Gpu& g);
-  /// All four launches.
+  /// All five launches.
   static void run(const Gpu& g, const Args& a);
 };
 

@@ -132,32 +132,50 @@ __global__ void scalesKernel(const SageRows::Args a) {
   }
 }
 
-// ---- codes: Q and K' to INT8, V to E4M3 (transposed, keys permuted) -------------------------------------
+// ---- codes: Q and K' to INT8 ----------------------------------------------------------------------------
 
-__global__ void codesKernel(const SageRows::Args a) {
-  const std::int64_t groups = SageRows::groups(a), tkPad = SageRows::tkPad(a);
-  const std::int64_t qk = 2 * a.heads * a.rows * a.head, total = qk + a.heads * groups * a.head * tkPad;
+__global__ void qkCodesKernel(const SageRows::Args a) {
+  const std::int64_t groups = SageRows::groups(a), total = 2 * a.heads * a.rows * a.head;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t idx = detail::globalThread(); idx < total; idx += step) {
-    if (idx < qk) {
-      const std::int64_t part = idx / (a.heads * a.rows * a.head), rem = idx % (a.heads * a.rows * a.head);
-      const std::int64_t h = rem / (a.rows * a.head), r = (rem / a.head) % a.rows, c = rem % a.head;
-      const std::int64_t g = r / a.group, j = r - g * a.group, hg = h * groups + g;
-      if (part == 0) {
-        // Rows past the queries are never read (the attention kernel zero-fills them).
-        a.qCodes[rem] = r < a.outRows ? int8Code(valueOf(a, 0, r, h, c), a.qScales[hg * SageRows::qBlocks(a) + j / kSageQBlock]) : 0;
-      } else {
-        const float x = centeredKey(valueOf(a, 1, r, h, c), a.kMeans[hg * a.head + c]);
-        a.kCodes[rem] = int8Code(x, a.kScales[hg * SageRows::kBlocks(a) + j / kSageKBlock]);
-      }
+    const std::int64_t part = idx / (a.heads * a.rows * a.head), rem = idx % (a.heads * a.rows * a.head);
+    const std::int64_t h = rem / (a.rows * a.head), r = (rem / a.head) % a.rows, c = rem % a.head;
+    const std::int64_t g = r / a.group, j = r - g * a.group, hg = h * groups + g;
+    if (part == 0) {
+      // Rows past the queries are never read (the attention kernel zero-fills them).
+      a.qCodes[rem] =
+          r < a.outRows ? int8Code(valueOf(a, 0, r, h, c), a.qScales[hg * SageRows::qBlocks(a) + j / kSageQBlock]) : 0;
     } else {
-      const std::int64_t rem = idx - qk, pos = rem % tkPad, c = (rem / tkPad) % a.head, hg = rem / (tkPad * a.head);
-      const std::int64_t h = hg / groups, g = hg % groups;
-      // Position pos of the transposed tile holds key (pos's 32) + accumulatorColumnOfA16x32(pos % 32):
-      // the column of P that the P operand's column pos holds.
-      const std::int64_t key = (pos & ~std::int64_t{31}) + mma::accumulatorColumnOfA16x32(static_cast<int>(pos & 31));
-      a.vCodes[rem] = key < a.group ? vCode(valueOf(a, 2, g * a.group + key, h, c), a.vScales[hg * a.head + c]) : 0;
+      const float x = centeredKey(valueOf(a, 1, r, h, c), a.kMeans[hg * a.head + c]);
+      a.kCodes[rem] = int8Code(x, a.kScales[hg * SageRows::kBlocks(a) + j / kSageKBlock]);
     }
+  }
+}
+
+// ---- codes: V to E4M3, transposed, keys permuted ---------------------------------------------------------
+
+/// One block a tile of 64 keys x 64 channels of one (group, head): V's codes into shared memory as
+/// they are read (channels fastest: coalesced), then out transposed (positions fastest: coalesced),
+/// position pos of the tile holding key (pos's 32) + accumulatorColumnOfA16x32(pos % 32), the column
+/// of P that the P V product's A operand holds there. Keys past the group: +0.
+constexpr int kVTile = 64, kVThreads = 256;
+
+__global__ void __launch_bounds__(kVThreads) vCodesKernel(const SageRows::Args a) {
+  __shared__ std::uint8_t tile[kVTile][kVTile + 4];  // [key][channel]
+  const std::int64_t groups = SageRows::groups(a), keyTiles = SageRows::tkPad(a) / kVTile, chTiles = a.head / kVTile;
+  const std::int64_t block = blockIdx.x, ct = block % chTiles, kt = (block / chTiles) % keyTiles;
+  const std::int64_t hg = block / (chTiles * keyTiles), h = hg / groups, g = hg % groups;
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int e = tid; e < kVTile * kVTile; e += kVThreads) {
+    const int key = e / kVTile, ch = e % kVTile;
+    const std::int64_t j = kt * kVTile + key, c = ct * kVTile + ch;
+    tile[key][ch] = j < a.group ? vCode(valueOf(a, 2, g * a.group + j, h, c), a.vScales[hg * a.head + c]) : 0;
+  }
+  __syncthreads();
+  for (int e = tid; e < kVTile * kVTile; e += kVThreads) {
+    const int ch = e / kVTile, pos = e % kVTile;
+    const int key = (pos & ~31) + mma::accumulatorColumnOfA16x32(pos & 31);
+    a.vCodes[(hg * a.head + ct * kVTile + ch) * SageRows::tkPad(a) + kt * kVTile + pos] = tile[key][ch];
   }
 }
 
@@ -395,9 +413,10 @@ void SageRows::run(const Gpu& g, const Args& a) {
   const std::int64_t items = a.heads * groups(a) * a.head;
   detail::launch(g, kName, statsKernel, detail::Grid::forItems(items), a);
   detail::launch(g, kName, scalesKernel, detail::Grid::forItems(32 * a.heads * groups(a) * (qBlocks(a) + kBlocks(a))), a);
-  const std::int64_t codes = 2 * a.heads * a.rows * a.head + a.heads * groups(a) * a.head * tkPad(a);
-  const std::int64_t blocks = (codes + 255) / 256;
-  detail::launch(g, kName, codesKernel, detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 256}, a);
+  const std::int64_t codes = 2 * a.heads * a.rows * a.head, blocks = (codes + 255) / 256;
+  detail::launch(g, kName, qkCodesKernel, detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 256}, a);
+  const std::int64_t vTiles = a.heads * groups(a) * (tkPad(a) / kVTile) * (a.head / kVTile);
+  detail::launch(g, kName, vCodesKernel, detail::Grid{detail::gridFor(vTiles, 1), kVThreads}, a);
   if (a.head == 64) launchSage<64>(g, a);
   else launchSage<128>(g, a);
 }
