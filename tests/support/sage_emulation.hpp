@@ -38,10 +38,15 @@ inline std::vector<float> sageEmulate(const std::vector<float>& qkv, std::int64_
       // 1. K's channel means; V's channel scales.
       std::vector<float> mean(d, 0.0f), vScale(d);
       for (std::int64_t c = 0; c < d; ++c) {
+        // Each block of 64 keys' sum in key order, the blocks' sums in block order.
         float sum = 0.0f, vMax = 0.0f;
-        for (std::int64_t j = 0; j < tk; ++j) {
-          sum = sum + at(1, j, c);
-          vMax = std::max(vMax, std::fabs(at(2, j, c)));
+        for (std::int64_t j0 = 0; j0 < tk; j0 += attn::kSageKBlock) {
+          float block = 0.0f;
+          for (std::int64_t j = j0; j < std::min<std::int64_t>(tk, j0 + attn::kSageKBlock); ++j) {
+            block = block + at(1, j, c);
+            vMax = std::max(vMax, std::fabs(at(2, j, c)));
+          }
+          sum = sum + block;
         }
         if (opt.subtractKeyMean) mean[c] = attn::keyMean(sum, tk);
         vScale[c] = attn::vScaleOf(vMax);

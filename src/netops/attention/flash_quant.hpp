@@ -5,8 +5,10 @@
 // the FP8 matrix-core instruction); otherwise the BF16 flash path (flash.hpp) runs.
 //
 // Launches, all on the caller's stream, each writing its own buffers (no atomics):
-//   stats     one thread a (group, head, channel): K's channel mean (F32 sum in key order / tk) and
-//             V's channel scale (max |v| / 448), over the group's keys;
+//   stats     K's channel mean and V's channel scale (max |v| / 448) over the group's keys: one
+//             thread a (group, head, block of 64 keys, channel) sums the block's keys in key order and
+//             takes their max |v|, then one thread a (group, head, channel) adds the blocks' sums in
+//             block order (sage_quant.hpp's definition) and takes their maximum;
 //   scales    one warp a block: Q's INT8 scale of each 16 rows, K's (less its mean) of each 64 keys
 //             (max |x| / 127; a maximum is order-free);
 //   codes     Q and K' to INT8 [heads][rows][head]; V to E4M3 (its own launch, a tile of 64 keys x
@@ -40,6 +42,8 @@ struct SageRows {
     std::uint8_t* vCodes;   // [heads][groups][head][tkPad], E4M3, keys permuted within each 32
     float* qScales;         // [heads][groups][qBlocks]
     float* kScales;         // [heads][groups][kBlocks]
+    float* kBlockSums;      // [heads][groups][kBlocks][head]: each block's K sum
+    float* vBlockMaxes;     // [heads][groups][kBlocks][head]: each block's max |v|
     float* kMeans;          // [heads][groups][head]
     float* vScales;         // [heads][groups][head]
   };
@@ -50,7 +54,7 @@ struct SageRows {
   static GIZML_HD std::int64_t kBlocks(const Args& a) { return (a.group + 63) / 64; }
   /// Whether g's device runs the FP8 kernel (its code for that device was compiled for sm_89+).
   static bool available(const Gpu& g);
-  /// All five launches.
+  /// All six launches.
   static void run(const Gpu& g, const Args& a);
 };
 

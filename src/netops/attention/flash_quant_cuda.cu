@@ -7,8 +7,9 @@
 // Why each launch (see flash_quant.hpp for what it writes):
 //   stats, scales, codes  quantization needs whole-group and whole-block statistics (K's channel
 //                         means, block maxima) before any code exists; each is a plain reduction
-//                         in a fixed order (a sum in key order; maxima, which are order-free), one
-//                         thread or one warp per result: same bits every run, no atomics.
+//                         in a fixed order (sums in key order, then in block order; maxima, which
+//                         are order-free), one thread or one warp per result: same bits every run,
+//                         no atomics.
 //   attention             modelled on flash_cuda.cu's BF16 kernel: a block of 4 warps takes 64
 //                         queries of one (group, head), each warp 16; keys go by in tiles of 64,
 //                         double-buffered by cp.async (K' codes [64][D] and V's transposed codes
@@ -69,31 +70,34 @@ __device__ __forceinline__ std::int64_t queriesOf(const SageRows::Args& a, std::
 
 // ---- stats: K's channel means, V's channel scales ------------------------------------------------------
 
-__global__ void statsKernel(const SageRows::Args a) {
-  const std::int64_t groups = SageRows::groups(a), total = a.heads * groups * a.head, idx = detail::globalThread();
+/// One thread a (group, head, block of 64 keys, channel): the block's K sum in key order and max |v|.
+__global__ void blockStatsKernel(const SageRows::Args a) {
+  const std::int64_t groups = SageRows::groups(a), kb = SageRows::kBlocks(a);
+  const std::int64_t total = a.heads * groups * kb * a.head, idx = detail::globalThread();
   if (idx >= total) return;
-  const std::int64_t c = idx % a.head, g = (idx / a.head) % groups, h = idx / (a.head * groups);
+  const std::int64_t c = idx % a.head, b = (idx / a.head) % kb, hg = idx / (a.head * kb);
+  const std::int64_t h = hg / groups, g = hg % groups;
+  const std::int64_t j0 = b * kSageKBlock, j1 = j0 + kSageKBlock < a.group ? j0 + kSageKBlock : a.group;
   float sum = 0.0f, vMax = 0.0f;
-  // Key order (the host emulation's), 16 keys' loads issued before their adds: one thread a
-  // channel is little parallelism, so each keeps many loads in flight.
-  constexpr int kBatch = 16;
-  std::int64_t j = 0;
-  for (; j + kBatch <= a.group; j += kBatch) {
-    float kv[kBatch], vv[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      kv[u] = valueOf(a, 1, g * a.group + j + u, h, c);
-      vv[u] = fabsf(valueOf(a, 2, g * a.group + j + u, h, c));
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      sum = sum + kv[u];
-      vMax = vv[u] > vMax ? vv[u] : vMax;
-    }
-  }
-  for (; j < a.group; ++j) {
+  for (std::int64_t j = j0; j < j1; ++j) {
     sum = sum + valueOf(a, 1, g * a.group + j, h, c);
     const float v = fabsf(valueOf(a, 2, g * a.group + j, h, c));
+    vMax = v > vMax ? v : vMax;
+  }
+  a.kBlockSums[idx] = sum;  // idx = ((h groups + g) kBlocks + b) head + c
+  a.vBlockMaxes[idx] = vMax;
+}
+
+/// One thread a (group, head, channel): the blocks' sums added in block order, their maximum.
+__global__ void statsKernel(const SageRows::Args a) {
+  const std::int64_t groups = SageRows::groups(a), kb = SageRows::kBlocks(a);
+  const std::int64_t total = a.heads * groups * a.head, idx = detail::globalThread();
+  if (idx >= total) return;
+  const std::int64_t c = idx % a.head, hg = idx / a.head;
+  float sum = 0.0f, vMax = 0.0f;
+  for (std::int64_t b = 0; b < kb; ++b) {
+    sum = sum + a.kBlockSums[(hg * kb + b) * a.head + c];
+    const float v = a.vBlockMaxes[(hg * kb + b) * a.head + c];
     vMax = v > vMax ? v : vMax;
   }
   a.kMeans[idx] = keyMean(sum, a.group);  // idx = (h groups + g) head + c
@@ -410,8 +414,8 @@ bool SageRows::available(const Gpu& g) {
 
 void SageRows::run(const Gpu& g, const Args& a) {
   if (a.outRows == 0 || a.rows == 0) return;
-  const std::int64_t items = a.heads * groups(a) * a.head;
-  detail::launch(g, kName, statsKernel, detail::Grid::forItems(items), a);
+  detail::launch(g, kName, blockStatsKernel, detail::Grid::forItems(a.heads * groups(a) * kBlocks(a) * a.head), a);
+  detail::launch(g, kName, statsKernel, detail::Grid::forItems(a.heads * groups(a) * a.head), a);
   detail::launch(g, kName, scalesKernel, detail::Grid::forItems(32 * a.heads * groups(a) * (qBlocks(a) + kBlocks(a))), a);
   const std::int64_t codes = 2 * a.heads * a.rows * a.head, blocks = (codes + 255) / 256;
   detail::launch(g, kName, qkCodesKernel, detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 256}, a);

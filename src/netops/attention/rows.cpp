@@ -128,12 +128,16 @@ void quantizedGpuPath(const char* fn, const Tensor& src, std::int64_t heads, std
   const Tensor vCodes = Tensor::empty({detail::checkedMul(fn, "qkv", hg * head, attn::SageRows::tkPad(a))}, DType::U8, d);
   const Tensor qScales = Tensor::empty({hg * attn::SageRows::qBlocks(a)}, DType::F32, d);
   const Tensor kScales = Tensor::empty({hg * attn::SageRows::kBlocks(a)}, DType::F32, d);
+  const Tensor kBlockSums = Tensor::empty({hg * attn::SageRows::kBlocks(a) * head}, DType::F32, d);
+  const Tensor vBlockMaxes = Tensor::empty({hg * attn::SageRows::kBlocks(a) * head}, DType::F32, d);
   const Tensor kMeans = Tensor::empty({hg * head}, DType::F32, d), vScales = Tensor::empty({hg * head}, DType::F32, d);
   a.qCodes = static_cast<std::int8_t*>(qCodes.raw());
   a.kCodes = static_cast<std::int8_t*>(kCodes.raw());
   a.vCodes = static_cast<std::uint8_t*>(vCodes.raw());
   a.qScales = qScales.data<float>();
   a.kScales = kScales.data<float>();
+  a.kBlockSums = kBlockSums.data<float>();
+  a.vBlockMaxes = vBlockMaxes.data<float>();
   a.kMeans = kMeans.data<float>();
   a.vScales = vScales.data<float>();
 #if GIZML_HAS_CUDA

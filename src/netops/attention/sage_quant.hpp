@@ -4,11 +4,13 @@
 // emulation whose accuracy against the exact attendedRows is the SPEC's tolerance).
 //
 // Per (group, head), with d = head (64 or 128) and the group's tk keys:
-//   1. K less its mean: mean_c = (sum_j k_jc in key order, F32) / tk, k'_jc = k_jc - mean_c.
+//   1. K less its mean: mean_c = sum_c / tk, k'_jc = k_jc - mean_c, where sum_c is the F32 sum of
+//      the blocks of 64 keys' sums (each in key order), in block order: the blocks' sums are
+//      independent (many threads on the GPU), their order fixed.
 //      Softmax is invariant to it: q·(k_j - mean) = q·k_j - q·mean and q·mean is the same for every
 //      key of a query's row. It removes the large per-channel offsets that real keys carry (and
 //      that would otherwise take most of INT8's range and leave the differences between keys a few
-//      codes wide). A fixed-order sum, one thread a channel on the GPU: no atomics, same bits.
+//      codes wide). Fixed-order sums: no atomics, the same bits every run and in the host emulation.
 //   2. Q and K' to INT8, one scale per block of rows: scale = max|x| / 127 over the block, code =
 //      x / scale rounded to nearest even and saturated to [-127, 127] (0 when the block is all
 //      zeros). Blocks follow the kernel's tiles (offsets from the group's first row): Q a block of
