@@ -200,6 +200,32 @@ TEST(SageEmulation, WithoutKeyMeanSubtractionOffsetKeysFail) {
   EXPECT_TRUE(bad.cosine < 0.995 || bad.relL1 > 0.05) << "the subtraction is what keeps offset keys within tolerance";
 }
 
+TEST(SageEmulation, ErrorBudget) {
+  // Where the error comes from: each quantized step alone (the others in F32), on the same input.
+  // Measured (head 128, 512 keys, K offsets 10): relative L1 0.012 from Q K' in INT8, 0.023 from P in
+  // E4M3, 0.026 from V in E4M3, 0.037 all together (independent errors: about the root of the sum
+  // of squares), 1e-5 with every step in F32 (the emulation's own order of operations).
+  const Case c{512, 2, 128, 0, 0, 1.0f, 10.0f};
+  const auto x = makeQkv(c, 9);
+  const auto want =
+      netops::attendedRows(host(x, {c.rows, 3 * c.heads * c.head}), c.heads, c.head, false, 0, {}, 0).toVector<float>();
+  struct Variant {
+    const char* name;
+    gizml::test::SageOptions opt;
+  };
+  const Variant variants[] = {{"all steps", {}},
+                              {"Q K' INT8 only", {.quantizeP = false, .quantizeV = false}},
+                              {"P E4M3 only", {.quantizeQK = false, .quantizeV = false}},
+                              {"V E4M3 only", {.quantizeQK = false, .quantizeP = false}},
+                              {"none (F32 throughout)", {.quantizeQK = false, .quantizeP = false, .quantizeV = false}}};
+  for (const Variant& v : variants) {
+    const auto e = gizml::test::sageError(gizml::test::sageEmulate(x, c.rows, c.heads, c.head, 0, 0, v.opt), want);
+    std::printf("error budget, %s: cosine %.6f rel L1 %.5f\n", v.name, e.cosine, e.relL1);
+    EXPECT_GE(e.cosine, 0.995) << v.name;
+    EXPECT_LE(e.relL1, 0.05) << v.name;
+  }
+}
+
 TEST(SageEmulation, AllZeroAndConstantInputs) {
   // Zero Q and K: every score 0, uniform weights, the output the mean of V; zero V: zero output.
   const std::int64_t rows = 80, head = 64, width = 3 * head;

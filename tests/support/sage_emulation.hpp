@@ -20,6 +20,9 @@ namespace gizml::test {
 
 struct SageOptions {
   bool subtractKeyMean = true;  // false: the broken variant (K quantized with its offsets)
+  // For measuring where the error comes from: false keeps that step's values in F32 (Q K'ᵀ from the
+  // unquantized q and k'; P as p 448; V as v / vScale).
+  bool quantizeQK = true, quantizeP = true, quantizeV = true;
 };
 
 /// The quantized attendedRows of qkv [rows, 3 heads head] (F32, prep already applied): [outRows,
@@ -85,15 +88,24 @@ inline std::vector<float> sageEmulate(const std::vector<float>& qkv, std::int64_
           for (int jj = 0; jj < attn::kSageKBlock; ++jj) {
             const std::int64_t j = j0 + jj;
             std::int32_t dot = 0;
+            float exactScore = 0.0f;
             if (j < tk)
-              for (std::int64_t c = 0; c < d; ++c) dot += std::int32_t(qc[i * d + c]) * std::int32_t(kc[j * d + c]);
-            s[jj] = attn::maskedScore(attn::quantScore(dot, factor), j < tk);
+              for (std::int64_t c = 0; c < d; ++c) {
+                dot += std::int32_t(qc[i * d + c]) * std::int32_t(kc[j * d + c]);
+                exactScore = exactScore + at(0, i, c) * attn::centeredKey(at(1, j, c), mean[c]);
+              }
+            const float score = opt.quantizeQK ? attn::quantScore(dot, factor) : exactScore * softmaxScale;
+            s[jj] = attn::maskedScore(score, j < tk);
           }
           const float cFactor = attn::blockStep(row, s.data(), p.data(), attn::kSageKBlock);
           std::fill(block.begin(), block.end(), 0.0f);
           for (int jj = 0; jj < attn::kSageKBlock && j0 + jj < tk; ++jj) {
-            const float pq = exact::e4m3ToFloat(attn::pCode(p[jj]));
-            for (std::int64_t c = 0; c < d; ++c) block[c] = block[c] + pq * exact::e4m3ToFloat(vc[(j0 + jj) * d + c]);
+            const float pq = opt.quantizeP ? exact::e4m3ToFloat(attn::pCode(p[jj])) : p[jj] * attn::kE4M3Max;
+            for (std::int64_t c = 0; c < d; ++c) {
+              const float vq = opt.quantizeV ? exact::e4m3ToFloat(vc[(j0 + jj) * d + c])
+                                             : (vScale[c] == 0.0f ? 0.0f : at(2, j0 + jj, c) / vScale[c]);
+              block[c] = block[c] + pq * vq;
+            }
           }
           for (std::int64_t c = 0; c < d; ++c) o[c] = attn::addBlock(o[c], cFactor, block[c]);
         }
