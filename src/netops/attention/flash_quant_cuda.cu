@@ -28,6 +28,9 @@
 //                     (addBlock): SageAttention2's two-level accumulation, since the FP8 instruction
 //                     keeps fewer bits than F32 inside it.
 //   out = sageOutput(o, l, vScale): the running sum is in units of 448 vScale.
+// P's conversion is floatToE4M3 in software (the emulation's bits by construction). The hardware's
+// cvt.rn.satfinite.e4m3x2.f32 was tried: ptxas then took the D = 128 kernel from 181 registers to
+// 255 with a spill (D = 64: 133 to 174), so it waits for a GPU to measure whether it pays.
 // The .e4m3 instruction exists from sm_89: this build's sm_80 code of the attention kernel traps,
 // and SageRows::available tells the host which one the device runs. Every register and
 // shared-memory index goes through exact/mma_layout.hpp.
