@@ -8,6 +8,8 @@
 // BM_AttentionRowsFast is attentionRows' fast path (BF16 flash attention on matrix cores) on a video
 // model's shape (24 heads of 128, 8192 rows of BF16 qkv, one group), in TFLOP/s; it runs only with
 // GIZML_BENCH_DEVICE=cuda (on the host attentionRows is the exact op, benchmarked above).
+// BM_AttentionRowsQuantized is the same with quantized = true (SageAttention2's INT8 Q Kᵀ, E4M3 P V:
+// flash_quant_cuda.cu; its time includes the K-mean, scale and code launches), same FLOP count.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -99,7 +101,9 @@ BENCHMARK(BM_AttentionDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 // not causal, one group; 4 head FLOPs a (query, key) pair, as above.
 constexpr std::int64_t kVideoRows = 8192, kVideoHeads = 24, kVideoHead = 128;
 
-void BM_AttentionRowsFast(benchmark::State& state) {
+/// attentionRows on the video shape, BF16 (quantized false) or the quantized path (true: INT8 Q Kᵀ,
+/// E4M3 P V, on a GPU whose kernel has FP8 matrix cores; elsewhere attentionRows runs its BF16 path).
+void attentionRowsVideo(benchmark::State& state, bool quantized) {
   const gizml::Device d = gizml::bench::benchDevice();
   if (d.isHost()) {
     state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
@@ -110,15 +114,23 @@ void BM_AttentionRowsFast(benchmark::State& state) {
   Tensor out = Tensor::empty({kVideoRows, kVideoHeads * kVideoHead}, gizml::DType::BF16, d);
   const double flops = double(kVideoHeads) * kVideoRows * kVideoRows * 4.0 * kVideoHead;
   timedRate(state, flops, [&] {
-    netops::attentionRows(qkv, kVideoHeads, kVideoHead, false, 0, out);
+    netops::attentionRows(qkv, kVideoHeads, kVideoHead, quantized, 0, out);
     gizml::bench::finish(d);
   });
   state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+void BM_AttentionRowsQuantized(benchmark::State& state) { attentionRowsVideo(state, true); }
+
+void BM_AttentionRowsFast(benchmark::State& state) { attentionRowsVideo(state, false); }
+
 // Registered only when the benchmarks run on a GPU (GIZML_BENCH_DEVICE=cuda).
 const bool kFastRegistered = [] {
   if (gizml::bench::benchDevice().isHost()) return false;
   benchmark::RegisterBenchmark("BM_AttentionRowsFast", BM_AttentionRowsFast)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_AttentionRowsQuantized", BM_AttentionRowsQuantized)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   return true;
 }();
 

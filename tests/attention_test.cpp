@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "netops/attention/flash_quant.hpp"
+#include "netops/attention/sage_quant.hpp"
 #include "reference/attention_reference.hpp"
+#include "support/sage_emulation.hpp"
 #include "support/preamble.hpp"
 
 namespace {
@@ -477,12 +480,101 @@ TEST(AttendedRows, CudaFastPathErrors) {
   const char* fn = "gizml::netops::attentionRows";
   Tensor qkv = Tensor::zeros({rows, 3 * 16}, DType::BF16, Device::cuda(0));
   Tensor out = Tensor::zeros({rows, 16}, DType::BF16, Device::cuda(0));
-  expectThrowsNaming([&] { netops::attentionRows(qkv, heads, 16, true, 0, out); }, fn, "quantized");
-  expectThrowsNaming([&] { netops::attendedRows(qkv, heads, 16, true, 0); }, "gizml::netops::attendedRows",
-                     "quantized");
+  // quantized with a head the quantized path does not take (16): the BF16 path, no error.
+  netops::attentionRows(qkv, heads, 16, true, 0, out);
+  EXPECT_EQ(netops::attendedRows(qkv, heads, 16, true, 0).dim(0), rows);
   Tensor wide = Tensor::zeros({rows, 3 * 130}, DType::BF16, Device::cuda(0));
   Tensor wideOut = Tensor::zeros({rows, 130}, DType::BF16, Device::cuda(0));
   expectThrowsNaming([&] { netops::attentionRows(wide, heads, 130, false, 0, wideOut); }, fn, "head");
+}
+
+// attentionRows' quantized path (SageAttention2's split: flash_quant_cuda.cu, sage_quant.hpp) on a
+// GPU against the host's exact result, within the SPEC's tolerance (cosine similarity >= 0.995,
+// relative L1 <= 0.05 over the output), and, where the GPU runs the FP8 kernel, against the host
+// emulation of the same algorithm (tests/support/sage_emulation.hpp): the codes, scales and
+// softmax weights are the same bits there, only the FP8 instruction's internal accumulation and
+// the order of l's partial sums differ, so the two agree to ~1e-4 (bound: relative L1 <= 2e-3).
+// Heads 64 and 128 (and 40, which takes the BF16 path: SPEC's 1e-2 norm then); ragged groups and
+// tiles, queries ending mid-group, prep, F32 and BF16 qkv and out, keys with large per-channel
+// offsets; the result is the same bits run twice, and attendedRows' is attentionRows'.
+namespace {
+struct QuantCase {
+  std::int64_t rows, heads, head, group, queries, half;
+  bool prep, bf16In, bf16Out;
+  float keyOffset;
+};
+const QuantCase kQuant[] = {
+    {256, 2, 64, 0, 0, 0, false, false, false, 0.0f},    {300, 2, 128, 150, 0, 64, true, false, false, 0.0f},
+    {130, 3, 128, 65, 100, 0, false, true, true, 0.0f},   {192, 2, 64, 64, 130, 16, true, false, true, 0.0f},
+    {320, 2, 128, 160, 250, 0, false, false, false, 30.0f}, {129, 1, 64, 129, 0, 0, false, true, false, 20.0f},
+    {70, 2, 128, 0, 1, 0, false, false, false, 0.0f},     {96, 1, 40, 32, 50, 0, false, false, false, 0.0f}};
+}  // namespace
+
+TEST(AttendedRows, CudaQuantizedWithinSpecToleranceOfExact) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const bool fp8 = gizml::netops::attn::SageRows::available(gizml::Gpu{gpu, nullptr});
+  std::printf("attentionRows quantized: this GPU %s the FP8 kernel\n", fp8 ? "runs" : "does not run (BF16 path)");
+  for (const QuantCase& c : kQuant) {
+    SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " heads " << c.heads << " head " << c.head << " group "
+                                      << c.group << " queries " << c.queries << " half " << c.half
+                                      << (c.prep ? " prep" : "") << (c.bf16In ? " qkv BF16" : "")
+                                      << (c.bf16Out ? " out BF16" : "") << " key offset " << c.keyOffset);
+    const std::int64_t width = 3 * c.heads * c.head, outRows = c.queries > 0 ? c.queries : c.rows;
+    std::vector<float> x = randomFloats(Key{63, static_cast<std::uint32_t>(c.rows * c.head)}, c.rows * width);
+    for (std::int64_t r = 0; r < c.rows; ++r)
+      for (std::int64_t ch = 0; ch < c.heads * c.head; ++ch)
+        x[r * width + c.heads * c.head + ch] += c.keyOffset * static_cast<float>(1 + ch % 5) * (ch % 2 ? -1.0f : 1.0f);
+    Tensor qkv = host(x, {c.rows, width});
+    if (c.bf16In) qkv = qkv.to(DType::BF16).to(DType::F32);  // the host sees the values the GPU reads
+    netops::HeadPrep p = randomPrep(c.head, c.rows, c.half, static_cast<std::uint32_t>(c.head + 3));
+    if (c.half == 0) p.cos = p.sin = Tensor();
+    const std::vector<netops::HeadPrep> prep = c.prep ? std::vector<netops::HeadPrep>{p} : std::vector<netops::HeadPrep>{};
+    const auto want = netops::attendedRows(qkv, c.heads, c.head, false, c.group, prep, c.queries).toVector<float>();
+
+    const Tensor qkvGpu = (c.bf16In ? qkv.to(DType::BF16) : qkv).to(gpu);
+    std::vector<netops::HeadPrep> prepGpu;
+    for (const netops::HeadPrep& q : prep)
+      prepGpu.push_back({q.qw.to(gpu), q.kw.to(gpu), q.cos.defined() ? q.cos.to(gpu) : Tensor(),
+                         q.sin.defined() ? q.sin.to(gpu) : Tensor(), q.eps});
+    Tensor out = Tensor::zeros({outRows, c.heads * c.head}, c.bf16Out ? DType::BF16 : DType::F32, gpu);
+    netops::attentionRows(qkvGpu, c.heads, c.head, true, c.group, out, prepGpu, c.queries);
+    const auto got = out.to(Device::host()).toFloats();
+    ASSERT_EQ(got.size(), want.size());
+    Tensor again = Tensor::zeros(out.shape(), out.dtype(), gpu);
+    netops::attentionRows(qkvGpu, c.heads, c.head, true, c.group, again, prepGpu, c.queries);
+    EXPECT_TRUE(sameBits(again.to(Device::host()).toFloats(), got)) << "deterministic";
+    if (!c.bf16Out) {
+      const auto attended = netops::attendedRows(qkvGpu, c.heads, c.head, true, c.group, prepGpu, c.queries)
+                                .to(Device::host())
+                                .toVector<float>();
+      EXPECT_TRUE(sameBits(attended, got)) << "attendedRows on a GPU is attentionRows";
+    }
+
+    const gizml::test::SageError e = gizml::test::sageError(got, want);
+    std::printf("quantized head %lld rows %lld group %lld: cosine %.6f rel L1 %.5f against exact\n", (long long)c.head,
+                (long long)c.rows, (long long)c.group, e.cosine, e.relL1);
+    EXPECT_GE(e.cosine, 0.995) << "SPEC: cosine similarity >= 0.995";
+    EXPECT_LE(e.relL1, 0.05) << "SPEC: relative L1 <= 0.05";
+    const bool quantizedRan = fp8 && gizml::netops::attn::sageHead(c.head);
+    if (!quantizedRan) {
+      double diff2 = 0, want2 = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        diff2 += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+        want2 += double(want[i]) * want[i];
+      }
+      EXPECT_LE(std::sqrt(diff2 / want2), 1e-2) << "the BF16 path's tolerance";
+    } else if (!c.bf16Out && !(c.prep && c.bf16In)) {
+      // The emulation from the values the GPU quantized: qkv with prep applied (F32, as the GPU's copy).
+      Tensor prepped = qkv.clone();
+      if (c.prep) netops::headPrepInPlace(prepped, c.rows, c.heads, c.head, p, 0);
+      const auto emu = gizml::test::sageEmulate(prepped.toVector<float>(), c.rows, c.heads, c.head, c.group,
+                                                c.queries, {});
+      const gizml::test::SageError toEmu = gizml::test::sageError(got, emu);
+      std::printf("  against the host emulation: cosine %.8f rel L1 %.3g\n", toEmu.cosine, toEmu.relL1);
+      EXPECT_LE(toEmu.relL1, 2e-3) << "the kernel is the emulated algorithm";
+    }
+  }
 }
 
 // ---- crossAttentionRows ----------------------------------------------------------------------------------

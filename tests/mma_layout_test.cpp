@@ -157,6 +157,30 @@ TEST(MmaLayout, AccumulatorsOfTwoTilesAreAnAOperand) {
       }
 }
 
+TEST(MmaLayout, AccumulatorsOfFourTilesAreAPermutedS8AOperand) {
+  // accumulatorColumnOfA16x32 is a permutation of 0..31 that keeps each half of 16.
+  std::vector<int> seen(32, 0);
+  for (int col = 0; col < 32; ++col) {
+    const int c = mma::accumulatorColumnOfA16x32(col);
+    ASSERT_TRUE(c >= 0 && c < 32 && (c & 16) == (col & 16)) << col;
+    ++seen[c];
+  }
+  for (int c = 0; c < 32; ++c) EXPECT_EQ(seen[c], 1) << "column " << c;
+  // Byte `byte` of A register `reg` is, in the same lane, the accumulator of the A element's row and
+  // of the permuted column.
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int byte = 0; byte < 4; ++byte) {
+        const RowCol a = mma::fragmentA16x32(lane, reg, byte);
+        const mma::TileAccumulator t = mma::accumulatorOfA16x32(reg, byte);
+        ASSERT_TRUE(t.tile >= 0 && t.tile < 4 && t.i >= 0 && t.i < 4);
+        const RowCol c = mma::fragmentC16x8(lane, t.i);
+        EXPECT_EQ(a.row, c.row) << "lane " << lane << " reg " << reg << " byte " << byte;
+        EXPECT_EQ(mma::accumulatorColumnOfA16x32(a.col), 8 * t.tile + c.col)
+            << "lane " << lane << " reg " << reg << " byte " << byte;
+      }
+}
+
 TEST(MmaLayout, LdmatrixMapsAreBijections) {
   std::vector<int> rows(32, 0), elems(64, 0), trans(64, 0);
   for (int lane = 0; lane < 32; ++lane) {
@@ -521,6 +545,58 @@ TEST(MmaLayout, LdmatrixOfBytePairsGivesTheS8Fragments) {
       expectProduct("s8 ldmatrix then mma", p.ci, plainProduct(aTile, bTile, zero, 16, 8, 32));
     }
   }
+}
+
+TEST(MmaLayout, QuantizedPVFromAccumulatorsAndPermutedVTile) {
+  // flash_quant_cuda.cu's P V: P [16][64 keys] as the S accumulators of 8 tiles of 16 x 8, turned
+  // into two m16n8k32 A operands in place (accumulatorOfA16x32); V stored transposed, [16 channels]
+  // [64 positions] E4M3 bytes, position pos holding key (pos's 32) + accumulatorColumnOfA16x32(pos %
+  // 32) (as its codes kernel writes it), copied by the chunk map into a swizzled tile of 16-bit
+  // pairs and read by ldmatrix at ldmatrixAddressB; two .e4m3 mma steps give P V exactly (integers
+  // in [-8, 8] are exact in E4M3, the sums in F32). Break check (done once, by hand): V stored with
+  // its keys in plain order (position pos holding key pos), 256 of the 256 output elements differ.
+  const auto p = randomInts(Key{9, 11}, 16 * 64, -8, 8), v = randomInts(Key{9, 12}, 64 * 16, -8, 8);
+  auto e4m3 = [](int x) { return gizml::exact::floatToE4M3(static_cast<float>(x)); };
+  std::vector<std::uint16_t> vt(16 * 32);  // [channel][position pair]
+  for (int ch = 0; ch < 16; ++ch)
+    for (int pos = 0; pos < 64; ++pos) {
+      const int key = (pos & ~31) + mma::accumulatorColumnOfA16x32(pos & 31);
+      vt[ch * 32 + pos / 2] |= static_cast<std::uint16_t>(e4m3(v[key * 16 + ch]) << (8 * (pos % 2)));
+    }
+  const auto shared = copyToShared(vt, 16, 32, 128);
+  Warp w[2];  // channels 0-7, 8-15
+  for (int ks = 0; ks < 2; ++ks) {
+    std::uint32_t a[32][4] = {};
+    for (int lane = 0; lane < 32; ++lane)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int byte = 0; byte < 4; ++byte) {
+          const mma::TileAccumulator t = mma::accumulatorOfA16x32(reg, byte);
+          const RowCol c = mma::fragmentC16x8(lane, t.i);  // the accumulator this lane holds
+          a[lane][reg] |= static_cast<std::uint32_t>(e4m3(p[c.row * 64 + 32 * ks + 8 * t.tile + c.col])) << (8 * byte);
+        }
+    int address[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      const RowCol at = mma::ldmatrixAddressB(lane);
+      address[lane] = mma::swizzledOffset(at.row, 16 * ks + at.col, 32);
+    }
+    expectConflictFree("V tile", address);
+    std::uint32_t regs[32][4];
+    ldmatrixX4(shared, address, false, regs);
+    for (int half = 0; half < 2; ++half) {
+      std::memcpy(w[half].a, a, sizeof a);
+      for (int lane = 0; lane < 32; ++lane)
+        for (int r = 0; r < 2; ++r) w[half].b[lane][r] = regs[lane][2 * half + r];
+      mma16832e4m3(w[half]);
+    }
+  }
+  for (int half = 0; half < 2; ++half)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < 4; ++i) {
+        const RowCol at = mma::fragmentC16x8(lane, i);
+        std::int64_t want = 0;
+        for (int key = 0; key < 64; ++key) want += p[at.row * 64 + key] * v[key * 16 + 8 * half + at.col];
+        EXPECT_EQ(static_cast<std::int64_t>(w[half].c[lane][i]), want) << "row " << at.row << " channel " << 8 * half + at.col;
+      }
 }
 
 TEST(MmaLayout, SwizzleIsAPermutationAndCopiesAreConflictFree) {

@@ -91,6 +91,21 @@ GIZML_HD RowCol fragmentB32x8(int lane, int reg, int byte) {
 }
 GIZML_HD Slot slotB32x8(int k, int n) { return {4 * n + ((k & 15) >> 2), k >> 4, k & 3}; }
 
+/// The accumulators of four adjacent 16 x 8 tiles (32 columns) as, lane by lane, the A operand of
+/// an 8-bit m16n8k32 product (quantized flash attention's P, converted to E4M3 in place): byte
+/// `byte` of A register `reg` is accumulator `i` of tile `tile`, in the same lane. Unlike the
+/// 16-bit case the columns do not line up: a lane's C holds columns 2 t, 2 t + 1 (+8) of each tile,
+/// its A bytes columns 4 t .. 4 t + 3 (t = threadID_in_group). So A's column `col` holds the
+/// accumulators' column accumulatorColumnOfA16x32(col): the product is right when B's row `col` is
+/// the one of that column too (the kernel stores V's keys so permuted, within each 16).
+GIZML_HD TileAccumulator accumulatorOfA16x32(int reg, int byte) {
+  return {2 * (reg >> 1) + (byte >> 1), 2 * (reg & 1) + (byte & 1)};
+}
+GIZML_HD int accumulatorColumnOfA16x32(int col) {
+  const int r = col & 15;  // within a 16: position 4 t + byte holds column 2 t + (byte & 1) + 8 (byte >> 1)
+  return (col & 16) + 8 * ((r >> 1) & 1) + 2 * (r >> 2) + (r & 1);
+}
+
 // ---- ldmatrix.sync.aligned.m8n8{.x4}{.trans}.shared.b16 ---------------------------------------------
 // PTX ISA "Warp-level matrix load instruction: ldmatrix" (#warp-level-matrix-instructions-ldmatrix):
 // the table of which threads hold the row addresses (.x4: threads 8 j .. 8 j + 7 give rows 0..7 of

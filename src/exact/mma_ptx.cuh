@@ -60,4 +60,36 @@ __device__ __forceinline__ void mmaM16N8K16(float (&d)[4], const std::uint32_t (
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/// d += a b: mma.sync.aligned.m16n8k32, .s8 operands, .s32 accumulators (exact).
+__device__ __forceinline__ void mmaM16N8K32S8(std::int32_t (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                              std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Whether this compilation has the FP8 (.e4m3) matrix-core instruction: sm_89 and later.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define GIZML_HAS_FP8_MMA 1
+#else
+#define GIZML_HAS_FP8_MMA 0
+#endif
+
+/// d += a b: mma.sync.aligned.m16n8k32, .e4m3 operands, .f32 accumulators (sm_89+; the hardware's
+/// accumulation inside one instruction keeps fewer bits than F32). Where the compilation target
+/// lacks it (sm_80) it traps: callers choose it only where the kernel was built with it.
+__device__ __forceinline__ void mmaM16N8K32E4M3(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                                std::uint32_t b1) {
+#if GIZML_HAS_FP8_MMA
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)d, (void)a, (void)b0, (void)b1;
+  __trap();
+#endif
+}
+
 }  // namespace gizml::exact::mma

@@ -60,7 +60,13 @@ Tensor attendedRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bo
 /// naming `head`). Not exact: its tolerance (SPEC) is ‖out − exact‖ / ‖exact‖ ≤ 1e-2 over the
 /// output, exact being this op's host result; typical errors are far below it (each element within
 /// 2^-6 (1 + max_j |v_j|) in the tests). The result is deterministic (no atomics) but not the host's
-/// bits. `quantized` = true on a GPU is a gizml::Error until the INT8 / FP8 path is built.
+/// bits. `quantized` = true on a GPU, a head of 64 or 128, and a GPU whose code has FP8 matrix
+/// cores (sm_89+; this build's sm_90a): SageAttention2's split instead (K less its per-channel mean
+/// over the group's keys, Q and K to INT8 with a scale per 16 query rows / 64 keys, Q Kᵀ on INT8
+/// matrix cores, P times 448 and V with a scale a channel to E4M3, P V on E4M3 matrix cores summed
+/// 64 keys at a time into fresh F32 accumulators); its tolerance (SPEC) is cosine similarity ≥ 0.995
+/// and relative L1 ≤ 0.05 against exact, also deterministic. Other heads, or a GPU without FP8
+/// matrix cores, take the BF16 path (`quantized` is then a request, not an error).
 void attentionRows(const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized, std::int64_t group,
                    const Tensor& out, const std::vector<HeadPrep>& prep = {}, std::int64_t queries = 0);
 

@@ -3,7 +3,8 @@
 // the one host attention (host.cpp) over items (group, head) laid out in qkv, no copy of q, k or v
 // (a copy of qkv only when a HeadPrep must change q and k). On a GPU those two are the fast
 // matrix-core path (flash.hpp, flash_cuda.cu): prep on a copy, q, k, v packed into BF16 panels,
-// flash attention on BF16 matrix cores.
+// flash attention on BF16 matrix cores; with `quantized`, where the GPU has FP8 matrix cores and the
+// head is 64 or 128, SageAttention2's INT8 / E4M3 split instead (flash_quant.hpp, sage_quant.hpp).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -17,6 +18,8 @@
 #include "gizml/netops/attention.hpp"
 #include "netops/attention/attention.hpp"
 #include "netops/attention/flash.hpp"
+#include "netops/attention/flash_quant.hpp"
+#include "netops/attention/sage_quant.hpp"
 
 namespace gizml::netops {
 
@@ -101,14 +104,63 @@ PackedShape checkAttended(const char* fn, const Tensor& qkv, std::int64_t heads,
   return {rows, g, queries > 0 ? queries : rows};
 }
 
-/// The fast GPU path (SPEC "attentionRows", BF16): prep on a copy of qkv (on the GPU), q, k and v
-/// into BF16 panels, then the flash kernel into out (F32 or BF16, on qkv's GPU).
+/// The fast GPU path (SPEC "attentionRows"): prep on a copy of qkv (on the GPU), then the quantized
+/// path where takesQuantizedPath, else (BF16) q, k and v into BF16 panels and the flash kernel, into
+/// out (F32 or BF16, on qkv's GPU).
+/// The quantized path (SPEC "attentionRows", quantized): src (prep applied) into out through
+/// workspace buffers of INT8 / E4M3 codes and their scales (flash_quant.hpp), on qkv's GPU.
+void quantizedGpuPath(const char* fn, const Tensor& src, std::int64_t heads, std::int64_t head, const PackedShape& s,
+                      const Tensor& out) {
+  attn::SageRows::Args a{.qkv = src.raw(),
+                         .qkvBF16 = src.dtype() == DType::BF16,
+                         .out = out.raw(),
+                         .outBF16 = out.dtype() == DType::BF16,
+                         .rows = s.rows,
+                         .heads = heads,
+                         .head = head,
+                         .group = s.group,
+                         .outRows = s.outRows,
+                         .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head)))};
+  const std::int64_t hg = heads * attn::SageRows::groups(a);
+  const Device d = src.device();
+  const Tensor qCodes = Tensor::empty({detail::checkedMul(fn, "qkv", heads * head, s.rows)}, DType::I8, d);
+  const Tensor kCodes = Tensor::empty({detail::checkedMul(fn, "qkv", heads * head, s.rows)}, DType::I8, d);
+  const Tensor vCodes = Tensor::empty({detail::checkedMul(fn, "qkv", hg * head, attn::SageRows::tkPad(a))}, DType::U8, d);
+  const Tensor qScales = Tensor::empty({hg * attn::SageRows::qBlocks(a)}, DType::F32, d);
+  const Tensor kScales = Tensor::empty({hg * attn::SageRows::kBlocks(a)}, DType::F32, d);
+  const Tensor kBlockSums = Tensor::empty({hg * attn::SageRows::kBlocks(a) * head}, DType::F32, d);
+  const Tensor vBlockMaxes = Tensor::empty({hg * attn::SageRows::kBlocks(a) * head}, DType::F32, d);
+  const Tensor kMeans = Tensor::empty({hg * head}, DType::F32, d), vScales = Tensor::empty({hg * head}, DType::F32, d);
+  a.qCodes = static_cast<std::int8_t*>(qCodes.raw());
+  a.kCodes = static_cast<std::int8_t*>(kCodes.raw());
+  a.vCodes = static_cast<std::uint8_t*>(vCodes.raw());
+  a.qScales = qScales.data<float>();
+  a.kScales = kScales.data<float>();
+  a.kBlockSums = kBlockSums.data<float>();
+  a.vBlockMaxes = vBlockMaxes.data<float>();
+  a.kMeans = kMeans.data<float>();
+  a.vScales = vScales.data<float>();
+#if GIZML_HAS_CUDA
+  attn::SageRows::run(detail::gpuOf(src), a);
+#else
+  detail::noCuda(fn);
+#endif
+}
+
+/// Whether attentionRows takes the quantized path: asked for, a head of 64 or 128 (the SPEC's; other
+/// heads run the BF16 path), and a GPU whose kernel has the FP8 matrix-core instruction (sm_89+;
+/// otherwise BF16, as the SPEC says).
+bool takesQuantizedPath(const Tensor& qkv, std::int64_t head, bool quantized) {
+#if GIZML_HAS_CUDA
+  return quantized && attn::sageHead(head) && attn::SageRows::available(detail::gpuOf(qkv));
+#else
+  (void)qkv, (void)head, (void)quantized;
+  return false;
+#endif
+}
+
 void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized,
                  const PackedShape& s, const std::vector<HeadPrep>& prep, const Tensor& out) {
-  if (quantized)
-    fail(fn, "quantized",
-         "quantized fast path not built yet (SageAttention2's INT8 Q Kᵀ, E4M3 P V); pass quantized = false for "
-         "the BF16 flash path");
   if (head > attn::kFlashMaxHead)
     fail(fn, "head", "the fast GPU path runs heads of at most " + str(attn::kFlashMaxHead) + ", got " + str(head));
   if (s.outRows == 0) return;
@@ -118,6 +170,7 @@ void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int
     const std::int64_t half = prep[0].cos.defined() ? prep[0].cos.dim(1) : 0;
     detail::run<attn::HeadPrepRows>(detail::gpuOf(src), prepArgs(src, src.dim(0), heads, head, prep[0], half, 0));
   }
+  if (takesQuantizedPath(qkv, head, quantized)) return quantizedGpuPath(fn, src, heads, head, s, out);
   const std::int64_t dPad = attn::flashPaddedHead(head);
   const Tensor panels = Tensor::empty({detail::checkedMul(fn, "qkv", 3 * heads * dPad, s.rows)}, DType::BF16,
                                       qkv.device());
