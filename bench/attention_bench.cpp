@@ -7,9 +7,14 @@
 // copy. GIZML_BENCH_DEVICE=cuda runs attention on GPU 0 (the exact SIMT kernel; there is no baseline).
 // BM_AttentionRowsFast is attentionRows' fast path (BF16 flash attention on matrix cores) on a video
 // model's shape (24 heads of 128, 8192 rows of BF16 qkv, one group), in TFLOP/s; it runs only with
-// GIZML_BENCH_DEVICE=cuda (on the host attentionRows is the exact op, benchmarked above).
+// GIZML_BENCH_DEVICE=cuda (on the host attentionRows is the exact op, benchmarked above). Beside it,
+// on the same model's heads, the same kernel's other two ops: BM_CrossAttentionRowsFast (8192 query
+// rows over 512 rows of text keys and values) and BM_Neighborhood3dFast (a latent video of 8 x 32 x
+// 32 cells, kernel 3 x 7 x 7); their FLOPs count the (query, key) pairs of the op's definition, so
+// the neighborhood's TFLOP/s is useful work (the kernel also runs the masked pairs of each tile's box).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -115,10 +120,59 @@ void BM_AttentionRowsFast(benchmark::State& state) {
   });
   state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
 }
+// crossAttentionRows' fast path: q [8192, 24 x 128] over kv [512, 2 x 24 x 128], BF16 in and out.
+constexpr std::int64_t kTextRows = 512;
+
+void BM_CrossAttentionRowsFast(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  if (d.isHost()) {
+    state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
+    return;
+  }
+  const std::int64_t width = kVideoHeads * kVideoHead;
+  const Tensor q = Tensor::normal(Key{8, 8}, {kVideoRows, width}).to(gizml::DType::BF16).to(d);
+  const Tensor kv = Tensor::normal(Key{9, 9}, {kTextRows, 2 * width}).to(gizml::DType::BF16).to(d);
+  Tensor out = Tensor::empty({kVideoRows, width}, gizml::DType::BF16, d);
+  const double flops = double(kVideoHeads) * kVideoRows * kTextRows * 4.0 * kVideoHead;
+  timedRate(state, flops, [&] {
+    netops::crossAttentionRows(q, kv, kVideoHeads, kVideoHead, out);
+    gizml::bench::finish(d);
+  });
+  state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// neighborhood3d's fast path: qkv [8 x 32 x 32, 3 x 24 x 128] BF16, kernel 3 x 7 x 7 (F32 out).
+constexpr std::int64_t kGrid[3] = {8, 32, 32}, kKernel[3] = {3, 7, 7};
+
+void BM_Neighborhood3dFast(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  if (d.isHost()) {
+    state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
+    return;
+  }
+  const std::int64_t rows = kGrid[0] * kGrid[1] * kGrid[2];
+  const Tensor qkv = Tensor::normal(Key{10, 10}, {rows, 3 * kVideoHeads * kVideoHead}).to(gizml::DType::BF16).to(d);
+  // The pairs of the op: each query's box is the product of its windows (all of length min(k, L)).
+  double pairs = double(rows);
+  for (int a = 0; a < 3; ++a) pairs *= double(std::min(kKernel[a], kGrid[a]));
+  const double flops = double(kVideoHeads) * pairs * 4.0 * kVideoHead;
+  timedRate(state, flops, [&] {
+    Tensor out = netops::neighborhood3d(qkv, {kGrid[0], kGrid[1], kGrid[2]}, {kKernel[0], kKernel[1], kKernel[2]},
+                                        kVideoHeads, 1.0 / std::sqrt(double(kVideoHead)));
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.raw());
+  });
+  state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Registered only when the benchmarks run on a GPU (GIZML_BENCH_DEVICE=cuda).
 const bool kFastRegistered = [] {
   if (gizml::bench::benchDevice().isHost()) return false;
   benchmark::RegisterBenchmark("BM_AttentionRowsFast", BM_AttentionRowsFast)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_CrossAttentionRowsFast", BM_CrossAttentionRowsFast)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_Neighborhood3dFast", BM_Neighborhood3dFast)->Unit(benchmark::kMillisecond)->UseRealTime();
   return true;
 }();
 
