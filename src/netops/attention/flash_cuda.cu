@@ -292,6 +292,8 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
     __syncthreads();  // the buffer just read is the one the next iteration fills
   }
 
+  if (nTiles == 0) mma::waitCopies<0>();  // no keys (cross attention with nk = 0): no copy left in flight
+
   // l: the quad's four partial sums of each row.
   float l[2];
 #pragma unroll

@@ -155,8 +155,10 @@ void crossFastGpuPath(const char* fn, const Tensor& q, const Tensor& kv, std::in
   const std::int64_t dPad = attn::flashPaddedHead(head);
   const Tensor qPanels =
       Tensor::empty({detail::checkedMul(fn, "q", heads * dPad, nq)}, DType::BF16, q.device());  // [heads][nq][dPad]
-  const Tensor kvPanels =
-      Tensor::empty({detail::checkedMul(fn, "kv", 2 * heads * dPad, nk)}, DType::BF16, q.device());  // [2][heads][nk][dPad]
+  // [2][heads][nk][dPad]; at least one row, so that the kernel's zero-filling copies of keys past nk
+  // (all of them when nk = 0: the outputs are +0s) get a real address even though they read nothing.
+  const Tensor kvPanels = Tensor::empty({detail::checkedMul(fn, "kv", 2 * heads * dPad, nk > 0 ? nk : 1)},
+                                        DType::BF16, q.device());
   auto* kvp = static_cast<std::uint16_t*>(kvPanels.raw());
   const attn::FlashPack packQ{.src = q.raw(),
                               .srcBF16 = q.dtype() == DType::BF16,
@@ -174,10 +176,9 @@ void crossFastGpuPath(const char* fn, const Tensor& q, const Tensor& kv, std::in
                                .head = head,
                                .dPad = dPad,
                                .rowStride = 2 * width};
-  // Keys past nk (all of them when nk = 0) are never read: the kernel zero-fills their tiles.
   const attn::FlashParams run{.q = packQ.panels,
                               .k = kvp,
-                              .v = kvp == nullptr ? nullptr : kvp + heads * nk * dPad,
+                              .v = kvp + heads * nk * dPad,
                               .qHead = nq * dPad,
                               .kvHead = nk * dPad,
                               .out = out.raw(),
