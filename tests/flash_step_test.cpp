@@ -252,6 +252,38 @@ TEST(NeighborhoodWindow, TileBoxIsTheSmallestBoxHoldingEveryWindow) {
     }
 }
 
+// The kernel's mask (32-bit offsets from the box's start) is the SPEC's: key j of the tile's box
+// counts for a query exactly when it lies in the query's box of windows; a row past the tile's
+// queries sees none of the box.
+TEST(NeighborhoodWindow, MaskIsEachQuerysWindow) {
+  for (const NaGrid& g : kNaGrids) {
+    SCOPED_TRACE(describe(g));
+    const attn::Grid3 g3 = grid3(g);
+    const std::int64_t rows = g.T * g.H * g.W;
+    for (std::int64_t first = 0; first < rows; first += 64) {
+      const std::int64_t count = std::min<std::int64_t>(64, rows - first);
+      const attn::Box3 box = attn::tileBox(g3, first, count);
+      for (std::int64_t r = first; r < first + count; ++r) {
+        int start[3], none[3];
+        attn::windowOffsets(g3, box, r, true, start);
+        attn::windowOffsets(g3, box, r, false, none);
+        const attn::Box3 own = attn::queryBox(g3, r);
+        std::int64_t seen = 0;
+        for (std::int64_t j = 0; j < attn::boxSize(box); ++j) {
+          unsigned at[3];
+          attn::boxOffsets(static_cast<unsigned>(j), static_cast<unsigned>(box.axis[2].length),
+                           static_cast<unsigned>(box.axis[1].length), at);
+          const bool held = attn::windowsHoldOffsets(g3, start, at);
+          ASSERT_EQ(held, attn::inBox(own, attn::boxKey(box, j))) << "query " << r << " key " << j;
+          ASSERT_FALSE(attn::windowsHoldOffsets(g3, none, at)) << "a row past the queries, key " << j;
+          seen += held;
+        }
+        ASSERT_EQ(seen, attn::boxSize(own)) << "query " << r << " sees its whole box";
+      }
+    }
+  }
+}
+
 /// The flash kernel's tile loop for neighborhood3d on the host, from the same functions: per head,
 /// tiles of `tileQ` consecutive queries; the tile's box of keys in blocks of `block`; a key counts
 /// for a query where it lies in the query's window (by the 32-bit offsets the kernel uses) and
@@ -272,17 +304,15 @@ std::vector<float> neighborhoodFlash(const std::vector<float>& x, const NaGrid& 
       std::vector<float> acc(static_cast<std::size_t>(count * head), 0.0f);
       for (std::int64_t j0 = 0; j0 < tk; j0 += block)
         for (std::int64_t r = 0; r < count; ++r) {
-          const attn::Box3 own = attn::queryBox(g3, i0 + r);
+          int start[3];
+          attn::windowOffsets(g3, box, i0 + r, true, start);
           std::vector<bool> seen(block);
           for (std::int64_t jj = 0; jj < block; ++jj) {
             const std::int64_t j = j0 + jj;
             unsigned at[3];
             attn::boxOffsets(static_cast<unsigned>(j), static_cast<unsigned>(box.axis[2].length),
                              static_cast<unsigned>(box.axis[1].length), at);
-            bool visible = j < tk;
-            for (int d = 0; d < 3; ++d)
-              visible = visible && attn::windowHoldsOffset(static_cast<int>(own.axis[d].start - box.axis[d].start),
-                                                           static_cast<int>(own.axis[d].length), static_cast<int>(at[d]));
+            const bool visible = j < tk && attn::windowsHoldOffsets(g3, start, at);
             seen[jj] = visible;
             float dot = 0.0f;
             if (j < tk) {  // past the box a kernel's tile holds zeros, masked either way

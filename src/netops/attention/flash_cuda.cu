@@ -164,18 +164,13 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
   auto rowHalf = [&](int i) { return (mma::fragmentC16x8(lane, i).row - mma::groupId(lane)) >> 3; };
 
   // Neighborhood: this lane's two queries' windows as offsets from the box's start (32 bits: the
-  // host checks the rows below 2^31). A row past the queries gets the start W' (the box's extent
-  // along w), which no key offset reaches.
+  // host checks the rows below 2^31); a row past the queries sees no key.
   int winStart[2][3] = {};
   if constexpr (kBox) {
-    const Box3 box = sBox.box;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const std::int64_t qi = i0 + 16 * warp + mma::groupId(lane) + 8 * r;
-      const Box3 own = queryBox(a.grid, qi < tq ? qi : i0);
-#pragma unroll
-      for (int d = 0; d < 3; ++d) winStart[r][d] = static_cast<int>(own.axis[d].start - box.axis[d].start);
-      if (qi >= tq) winStart[r][2] = static_cast<int>(box.axis[2].length);
+      windowOffsets(a.grid, sBox.box, qi < tq ? qi : i0, qi < tq, winStart[r]);
     }
   }
 
@@ -233,13 +228,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
               unsigned at[3];
               boxOffsets(static_cast<unsigned>(j), static_cast<unsigned>(box.axis[2].length),
                          static_cast<unsigned>(box.axis[1].length), at);
-              const int r = rowHalf(i);
-              seen = j < tk;
-#pragma unroll
-              for (int d = 0; d < 3; ++d)
-                seen = seen && windowHoldsOffset(winStart[r][d],
-                                                 static_cast<int>(windowLength(a.grid.extent[d], a.grid.kernel[d])),
-                                                 static_cast<int>(at[d]));
+              seen = j < tk && windowsHoldOffsets(a.grid, winStart[rowHalf(i)], at);
             } else {
               seen = keyVisible(i0 + 16 * warp + rc.row, j, tq, tk, false);
             }

@@ -120,6 +120,25 @@ GIZML_HD bool windowHoldsOffset(int start, int length, int offset) {
   return static_cast<unsigned>(offset) - static_cast<unsigned>(start) < static_cast<unsigned>(length);  // wraps below start
 }
 
+/// A query's window starts as offsets from the box's start (32 bits), for windowsHoldOffsets. A
+/// query row past the tile's queries (`real` false) gets, along w, the box's extent, which no key
+/// offset reaches, so it sees no key.
+GIZML_HD void windowOffsets(const Grid3& g, const Box3& box, std::int64_t query, bool real, int (&start)[3]) {
+  const Box3 own = queryBox(g, query);
+  for (int d = 0; d < 3; ++d) start[d] = static_cast<int>(own.axis[d].start - box.axis[d].start);
+  if (!real) start[2] = static_cast<int>(box.axis[2].length);
+}
+
+/// Whether the key at offsets `at` (boxOffsets) lies in the query's windows (windowOffsets): the
+/// kernel's mask of a key of the box that is not past its end.
+GIZML_HD bool windowsHoldOffsets(const Grid3& g, const int (&start)[3], const unsigned (&at)[3]) {
+  bool held = true;
+  for (int d = 0; d < 3; ++d)
+    held = held && windowHoldsOffset(start[d], static_cast<int>(windowLength(g.extent[d], g.kernel[d])),
+                                     static_cast<int>(at[d]));
+  return held;
+}
+
 /// The raster row of a position.
 GIZML_HD std::int64_t rowOf(const Grid3& g, const Pos3& p) {
   return (p.at[0] * g.extent[1] + p.at[1]) * g.extent[2] + p.at[2];
