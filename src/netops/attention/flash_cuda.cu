@@ -93,8 +93,8 @@ struct SharedBox {
 
 // ---- the flash kernel --------------------------------------------------------------------------------
 
-// Launch bounds with a minimum of one block an SM: with the default ptxas caps the Groups D = 64
-// kernel at 128 registers and spills a few; this lets it take 164 (still 3 blocks an SM).
+// Launch bounds with a minimum of one block an SM: with the default, ptxas capped the Groups D = 64
+// kernel at 128 registers and spilled a few; this lets it take ~168 (still 3 blocks an SM).
 template <int D, FlashKeys kKeys>
 __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) {
   constexpr bool kBox = kKeys == FlashKeys::Neighborhood;
@@ -106,8 +106,8 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
 
   // The block's (group, head, tile of queries). Groups: the group's queries are q's rows [first,
-  // first + tq), its keys k's rows [kFirst, kFirst + tk). Neighborhood: one group of all the grid's
-  // rows; the tile's keys are its box's.
+  // first + tq), its keys k's (and v's) rows [g kGroup, g kGroup + tk). Neighborhood: one group of
+  // all the grid's rows; the tile's keys are its box's, tk of them.
   const std::int64_t qGroup = kBox ? a.queries : a.qGroup;
   const std::int64_t qTiles = (qGroup + kBlockQ - 1) / kBlockQ, block = blockIdx.x;
   const std::int64_t qt = block % qTiles, h = (block / qTiles) % a.heads, g = block / (qTiles * a.heads);
