@@ -196,6 +196,7 @@ void crossFastGpuPath(const char* fn, const Tensor& q, const Tensor& kv, std::in
   attn::flashPack(detail::gpuOf(q), fn, packKV);
   attn::flashRun(detail::gpuOf(q), fn, attn::FlashKeys::Groups, run);
 #else
+  (void)packKV;
   (void)run;
   detail::noCuda(fn);
 #endif
