@@ -108,7 +108,8 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, 
   Tensor out = Tensor::empty({rows, heads * head});
   const std::int64_t T = grid[0], H = grid[1], W = grid[2];
   const attn::Grid3 g3{{T, H, W}, {kernel[0], kernel[1], kernel[2]}};
-  const std::int64_t boxMost = std::min(kernel[0], T) * std::min(kernel[1], H) * std::min(kernel[2], W);
+  const std::int64_t boxMost =
+      attn::windowLength(T, kernel[0]) * attn::windowLength(H, kernel[1]) * attn::windowLength(W, kernel[2]);
   const std::int64_t stride = 3 * heads * head;
   const float* x = qkv.data<float>();
   float* o = out.data<float>();
