@@ -13,7 +13,8 @@
 //                  K's rows: no .trans), F32 accumulators, then times F32(scale);
 //   mask           Groups: only a Partial tile (the group's ragged last one), by flash_step.hpp;
 //                  Neighborhood: every tile, each key against the query's window (a sub-box of the
-//                  tile's box), and keys past the box's end;
+//                  tile's box), and keys past the box's end, before S: a warp skips the products
+//                  of the 16-key chunks none of its queries sees (most of a wide line's);
 //   online softmax each thread holds 2 query rows x 16 keys; the row's maximum over its quad of 4
 //                  lanes (shuffles; a maximum is order-free), c = rescaleFactor, p = blockWeight,
 //                  l = l c + this lane's p (the quad's partial sums are added once, at the end);
@@ -195,6 +196,30 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
       const std::uint16_t* const kt = kTiles + buf * kBlockK * D;
       const std::uint16_t* const vt = vTiles + buf * kBlockK * D;
 
+      // Neighborhood: which of this lane's 32 scores count (bit 4 nb + i: accumulator i of the 8
+      // keys nb), and which 16-key chunks of the tile some query of the warp sees (bit c). The warp
+      // skips the products of the others, whose weights would all be +0: on lines wider than a
+      // tile's box needs, a warp's 16 queries see only a few of a line's chunks. __any_sync makes the
+      // choice the whole warp's, as mma.sync and ldmatrix need.
+      std::uint32_t seenBits = 0, chunks = (1u << (kBlockK / 16)) - 1;
+      if constexpr (kBox) {
+        const Box3 box = sBox.box;
+#pragma unroll
+        for (int nb = 0; nb < kBlockK / 8; ++nb)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const std::int64_t j = j0 + 8 * nb + mma::fragmentC16x8(lane, i).col;
+            unsigned at[3];
+            boxOffsets(static_cast<unsigned>(j), static_cast<unsigned>(box.axis[2].length),
+                       static_cast<unsigned>(box.axis[1].length), at);
+            if (j < tk && windowsHoldOffsets(a.grid, winStart[rowHalf(i)], at)) seenBits |= 1u << (4 * nb + i);
+          }
+        chunks = 0;
+#pragma unroll
+        for (int c = 0; c < kBlockK / 16; ++c)
+          if (__any_sync(0xffffffffu, (seenBits >> (8 * c)) & 0xffu)) chunks |= 1u << c;
+      }
+
       // S = Q Kᵀ: 8 accumulator tiles of 16 queries x 8 keys.
       float s[kBlockK / 8][4];
 #pragma unroll
@@ -206,6 +231,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
       for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
         for (int nb = 0; nb < kBlockK / 16; ++nb) {
+          if (!((chunks >> nb) & 1u)) continue;  // Groups: never (every chunk's bit is set)
           std::uint32_t b[4];
           mma::ldmatrixX4<false>(b, kt + mma::swizzledOffset(16 * nb + kAt.row, 16 * kk + kAt.col, D));
           mma::mmaM16N8K16<true>(s[2 * nb], qFrag[kk], b[0], b[1]);
@@ -221,17 +247,9 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
           float v = s[nb][i] * a.scale;
           if (mask == TileMask::Partial) {
             const mma::RowCol rc = mma::fragmentC16x8(lane, i);
-            const std::int64_t j = j0 + 8 * nb + rc.col;
             bool seen;
-            if constexpr (kBox) {
-              const Box3 box = sBox.box;
-              unsigned at[3];
-              boxOffsets(static_cast<unsigned>(j), static_cast<unsigned>(box.axis[2].length),
-                         static_cast<unsigned>(box.axis[1].length), at);
-              seen = j < tk && windowsHoldOffsets(a.grid, winStart[rowHalf(i)], at);
-            } else {
-              seen = keyVisible(i0 + 16 * warp + rc.row, j, tq, tk, false);
-            }
+            if constexpr (kBox) seen = (seenBits >> (4 * nb + i)) & 1u;
+            else seen = keyVisible(i0 + 16 * warp + rc.row, j0 + 8 * nb + rc.col, tq, tk, false);
             v = maskedScore(v, seen);
           }
           s[nb][i] = v;
@@ -263,6 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
       const mma::RowCol vAt = mma::ldmatrixTransAddressB(lane);  // (key, channel)
 #pragma unroll
       for (int kk = 0; kk < kBlockK / 16; ++kk) {
+        if (!((chunks >> kk) & 1u)) continue;  // the chunk's weights are all +0
         std::uint32_t pFrag[4];
 #pragma unroll
         for (int reg = 0; reg < 4; ++reg) {
