@@ -9,8 +9,8 @@
 // model's shape (24 heads of 128, 8192 rows of BF16 qkv, one group), in TFLOP/s; it runs only with
 // GIZML_BENCH_DEVICE=cuda (on the host attentionRows is the exact op, benchmarked above). Beside it,
 // on the same model's heads, the same kernel's other two ops: BM_CrossAttentionRowsFast (8192 query
-// rows over 512 rows of text keys and values) and BM_Neighborhood3dFast (a latent video of 8 x 32 x
-// 32 cells, kernel 3 x 7 x 7); their FLOPs count the (query, key) pairs of the op's definition, so
+// rows over 512 rows of text keys and values) and BM_Neighborhood3dFast (latent videos of 8 x 32 x
+// 32 and 4 x 60 x 104 cells, kernel 3 x 7 x 7); their FLOPs count the (query, key) pairs of the op's definition, so
 // the neighborhood's TFLOP/s is useful work (the kernel also runs the masked pairs of each tile's box).
 #include <benchmark/benchmark.h>
 
@@ -141,8 +141,10 @@ void BM_CrossAttentionRowsFast(benchmark::State& state) {
   state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// neighborhood3d's fast path: qkv [8 x 32 x 32, 3 x 24 x 128] BF16, kernel 3 x 7 x 7 (F32 out).
-constexpr std::int64_t kGrid[3] = {8, 32, 32}, kKernel[3] = {3, 7, 7};
+// neighborhood3d's fast path: qkv [T H W, 3 x 24 x 128] BF16, kernel 3 x 7 x 7 (F32 out), on a grid
+// of 8 x 32 x 32 (grid 0: a tile of 64 queries is two whole lines) and on a 480 x 832 video's latent
+// of 4 x 60 x 104 (grid 1: wide lines, where a warp's queries see few of a line's keys).
+constexpr std::int64_t kGrids[2][3] = {{8, 32, 32}, {4, 60, 104}}, kKernel[3] = {3, 7, 7};
 
 void BM_Neighborhood3dFast(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
@@ -150,6 +152,7 @@ void BM_Neighborhood3dFast(benchmark::State& state) {
     state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
     return;
   }
+  const std::int64_t* kGrid = kGrids[state.range(0)];
   const std::int64_t rows = kGrid[0] * kGrid[1] * kGrid[2];
   const Tensor qkv = Tensor::normal(Key{10, 10}, {rows, 3 * kVideoHeads * kVideoHead}).to(gizml::DType::BF16).to(d);
   // The pairs of the op: each query's box is the product of its windows (all of length min(k, L)).
@@ -172,7 +175,12 @@ const bool kFastRegistered = [] {
   benchmark::RegisterBenchmark("BM_CrossAttentionRowsFast", BM_CrossAttentionRowsFast)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("BM_Neighborhood3dFast", BM_Neighborhood3dFast)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_Neighborhood3dFast", BM_Neighborhood3dFast)
+      ->ArgName("grid")
+      ->Arg(0)
+      ->Arg(1)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   return true;
 }();
 
