@@ -9,9 +9,15 @@
 // model's shape (24 heads of 128, 8192 rows of BF16 qkv, one group), in TFLOP/s; it runs only with
 // GIZML_BENCH_DEVICE=cuda (on the host attentionRows is the exact op, benchmarked above).
 // BM_AttentionRowsQuantized is the same with quantized = true (SageAttention2's INT8 Q Kᵀ, E4M3 P V:
-// flash_quant_cuda.cu; its time includes the K-mean, scale and code launches), same FLOP count.
+// flash_quant_cuda.cu; its time includes the K-mean, scale and code launches), same FLOP count. Beside
+// them, on the same model's heads, the same flash kernel's other two ops: BM_CrossAttentionRowsFast (8192
+// query rows over 512 rows of text keys and values) and BM_Neighborhood3dFast (latent videos of 8 x 32 x
+// 32 and 4 x 60 x 104 cells, kernel 3 x 7 x 7); their FLOPs count the (query, key) pairs of the op's
+// definition, so the neighborhood's TFLOP/s is useful work (the kernel also runs the masked pairs of
+// each tile's box).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -123,12 +129,68 @@ void attentionRowsVideo(benchmark::State& state, bool quantized) {
 void BM_AttentionRowsQuantized(benchmark::State& state) { attentionRowsVideo(state, true); }
 
 void BM_AttentionRowsFast(benchmark::State& state) { attentionRowsVideo(state, false); }
+// crossAttentionRows' fast path: q [8192, 24 x 128] over kv [512, 2 x 24 x 128], BF16 in and out.
+constexpr std::int64_t kTextRows = 512;
+
+void BM_CrossAttentionRowsFast(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  if (d.isHost()) {
+    state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
+    return;
+  }
+  const std::int64_t width = kVideoHeads * kVideoHead;
+  const Tensor q = Tensor::normal(Key{8, 8}, {kVideoRows, width}).to(gizml::DType::BF16).to(d);
+  const Tensor kv = Tensor::normal(Key{9, 9}, {kTextRows, 2 * width}).to(gizml::DType::BF16).to(d);
+  Tensor out = Tensor::empty({kVideoRows, width}, gizml::DType::BF16, d);
+  const double flops = double(kVideoHeads) * kVideoRows * kTextRows * 4.0 * kVideoHead;
+  timedRate(state, flops, [&] {
+    netops::crossAttentionRows(q, kv, kVideoHeads, kVideoHead, out);
+    gizml::bench::finish(d);
+  });
+  state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// neighborhood3d's fast path: qkv [T H W, 3 x 24 x 128] BF16, kernel 3 x 7 x 7 (F32 out), on a grid
+// of 8 x 32 x 32 (grid 0: a tile of 64 queries is two whole lines) and on a 480 x 832 video's latent
+// of 4 x 60 x 104 (grid 1: wide lines, where a warp's queries see few of a line's keys).
+constexpr std::int64_t kGrids[2][3] = {{8, 32, 32}, {4, 60, 104}}, kKernel[3] = {3, 7, 7};
+
+void BM_Neighborhood3dFast(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  if (d.isHost()) {
+    state.SkipWithError("the fast path runs on a GPU: set GIZML_BENCH_DEVICE=cuda");
+    return;
+  }
+  const std::int64_t* kGrid = kGrids[state.range(0)];
+  const std::int64_t rows = kGrid[0] * kGrid[1] * kGrid[2];
+  const Tensor qkv = Tensor::normal(Key{10, 10}, {rows, 3 * kVideoHeads * kVideoHead}).to(gizml::DType::BF16).to(d);
+  // The pairs of the op: each query's box is the product of its windows (all of length min(k, L)).
+  double pairs = double(rows);
+  for (int a = 0; a < 3; ++a) pairs *= double(std::min(kKernel[a], kGrid[a]));
+  const double flops = double(kVideoHeads) * pairs * 4.0 * kVideoHead;
+  timedRate(state, flops, [&] {
+    Tensor out = netops::neighborhood3d(qkv, {kGrid[0], kGrid[1], kGrid[2]}, {kKernel[0], kKernel[1], kKernel[2]},
+                                        kVideoHeads, 1.0 / std::sqrt(double(kVideoHead)));
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.raw());
+  });
+  state.counters["TFLOP/s"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+}
 
 // Registered only when the benchmarks run on a GPU (GIZML_BENCH_DEVICE=cuda).
 const bool kFastRegistered = [] {
   if (gizml::bench::benchDevice().isHost()) return false;
   benchmark::RegisterBenchmark("BM_AttentionRowsFast", BM_AttentionRowsFast)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("BM_AttentionRowsQuantized", BM_AttentionRowsQuantized)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_CrossAttentionRowsFast", BM_CrossAttentionRowsFast)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_Neighborhood3dFast", BM_Neighborhood3dFast)
+      ->ArgName("grid")
+      ->Arg(0)
+      ->Arg(1)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   return true;

@@ -738,12 +738,146 @@ TEST(Neighborhood3d, BadInput) {
   expectThrowsNaming([&] { netops::neighborhood3d(qkv.reshape({288}), {2, 3, 4}, {1, 1, 3}, 2, 1.0); }, fn, "qkv");
 }
 
-TEST(Neighborhood3d, CudaFastPathIsNotBuiltYet) {
+// ---- the fast GPU paths of crossAttentionRows and neighborhood3d -------------------------------------
+
+namespace {
+
+/// ‖gpu − exact‖ / ‖exact‖ over the whole output (0 when both are all zeros), and per element
+/// |gpu − exact| <= 2^-6 (1 + vmax(i)) with vmax(i) a bound of sum_j p_j |v_jc| for element i, as
+/// attentionRows' GPU test holds it; returns the relative norm, the worst element's error / (1 +
+/// vmax) into worstElement.
+template <class VMax>
+double checkFast(const std::vector<float>& got, const std::vector<float>& want, VMax vmax, double& worstElement) {
+  EXPECT_EQ(got.size(), want.size());
+  double diff2 = 0.0, want2 = 0.0;
+  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - want[i]), bound = 1.0 + vmax(i);
+    diff2 += err * err;
+    want2 += double(want[i]) * want[i];
+    worstElement = std::max(worstElement, err / bound);
+    if (!(err <= std::ldexp(1.0, -6) * bound)) {
+      ADD_FAILURE() << "element " << i << ": gpu " << got[i] << ", exact " << want[i];
+      return INFINITY;
+    }
+  }
+  const double rel = want2 == 0.0 ? std::sqrt(diff2) : std::sqrt(diff2) / std::sqrt(want2);
+  EXPECT_LE(rel, 1e-2) << "SPEC: ‖gpu − exact‖ / ‖exact‖ ≤ 1e-2";
+  return rel;
+}
+
+struct CrossCase {
+  std::int64_t nq, nk, heads, head;
+  bool bf16Q, bf16KV, bf16Out;
+};
+// Heads of 64 and 128 and others padded to them (17, 40, 80, 96); nq and nk ragged (not multiples of
+// 64), nq > nk and nq < nk, one query, one key, no keys (+0s).
+const CrossCase kCross[] = {{200, 77, 2, 64, false, false, false}, {130, 300, 3, 128, true, true, true},
+                            {1, 1, 1, 40, false, false, false},    {65, 64, 2, 80, false, true, true},
+                            {300, 1, 1, 17, true, false, false},   {64, 129, 2, 96, false, false, true},
+                            {129, 513, 1, 128, true, true, false}, {5, 0, 1, 64, false, false, false}};
+
+}  // namespace
+
+TEST(CrossAttentionRows, CudaFastPathWithinToleranceOfExact) {
   GIZML_NEED_GPU();
-  const Tensor qkv = Tensor::zeros({24, 12}, DType::BF16, Device::cuda(0));
-  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 1, 3}, 2, 1.0); }, "gizml::netops::neighborhood3d", "qkv");
-  Tensor out = Tensor::zeros({3, 8}, DType::BF16, Device::cuda(0));
-  expectThrowsNaming([&] { netops::crossAttentionRows(Tensor::zeros({3, 8}, DType::BF16, Device::cuda(0)),
-                                                      Tensor::zeros({5, 16}, DType::BF16, Device::cuda(0)), 2, 4, out); },
-                     "gizml::netops::crossAttentionRows", "q");
+  const Device gpu = Device::cuda(0);
+  double worstNorm = 0.0, worstElement = 0.0;
+  for (const CrossCase& c : kCross) {
+    SCOPED_TRACE(::testing::Message() << "nq " << c.nq << " nk " << c.nk << " heads " << c.heads << " head " << c.head
+                                      << (c.bf16Q ? " q BF16" : "") << (c.bf16KV ? " kv BF16" : "")
+                                      << (c.bf16Out ? " out BF16" : ""));
+    const std::int64_t width = c.heads * c.head;
+    Tensor q = host(randomFloats(Key{44, static_cast<std::uint32_t>(c.nq * c.head)}, c.nq * width), {c.nq, width});
+    Tensor kv = host(randomFloats(Key{45, static_cast<std::uint32_t>(c.nk * c.head)}, c.nk * 2 * width), {c.nk, 2 * width});
+    if (c.bf16Q) q = q.to(DType::BF16).to(DType::F32);  // the host sees the values the GPU reads
+    if (c.bf16KV) kv = kv.to(DType::BF16).to(DType::F32);
+    Tensor exact = Tensor::zeros({c.nq, width});
+    netops::crossAttentionRows(q, kv, c.heads, c.head, exact);
+    const auto want = exact.toVector<float>();
+
+    Tensor out = Tensor::zeros({c.nq, width}, c.bf16Out ? DType::BF16 : DType::F32, gpu);
+    netops::crossAttentionRows((c.bf16Q ? q.to(DType::BF16) : q).to(gpu), (c.bf16KV ? kv.to(DType::BF16) : kv).to(gpu),
+                               c.heads, c.head, out);
+    const auto got = out.to(Device::host()).toFloats();
+
+    // max_j |v_jc| over the keys, per (head, channel).
+    const auto x = kv.toVector<float>();
+    std::vector<double> vmax(width, 0.0);
+    for (std::int64_t j = 0; j < c.nk; ++j)
+      for (std::int64_t hc = 0; hc < width; ++hc) vmax[hc] = std::max(vmax[hc], std::fabs(double(x[j * 2 * width + width + hc])));
+    worstNorm = std::max(worstNorm, checkFast(got, want, [&](std::size_t i) { return vmax[i % width]; }, worstElement));
+  }
+  RecordProperty("worst_norm", std::to_string(worstNorm));
+  RecordProperty("worst_element", std::to_string(worstElement));
+  std::printf("crossAttentionRows fast path: worst relative norm %.3g, worst element error / (1 + max|v|) %.3g\n",
+              worstNorm, worstElement);
+}
+
+TEST(CrossAttentionRows, CudaFastPathErrors) {
+  GIZML_NEED_GPU();
+  const char* fn = "gizml::netops::crossAttentionRows";
+  const Device gpu = Device::cuda(0);
+  const Tensor q = Tensor::zeros({3, 130}, DType::BF16, gpu), kv = Tensor::zeros({5, 260}, DType::BF16, gpu);
+  Tensor out = Tensor::zeros({3, 130}, DType::F32, gpu);
+  expectThrowsNaming([&] { netops::crossAttentionRows(q, kv, 1, 130, out); }, fn, "head");
+  EXPECT_TRUE(sameBits(out.to(Device::host()).toVector<float>(), std::vector<float>(3 * 130, 0.0f))) << "out untouched";
+}
+
+namespace {
+struct NaFast {
+  std::int64_t T, H, W, kt, kh, kw, heads, head;
+  bool bf16In;
+};
+// Tiles of 64 queries inside one line, crossing lines (W < 64) and frames (H W < 64 or not a multiple
+// of it), ragged last tiles, kernels longer than their axes, one-cell axes; heads 64, 128 and padded.
+const NaFast kNaFast[] = {{3, 4, 5, 3, 3, 3, 2, 64, false},   {2, 5, 70, 1, 3, 9, 1, 128, true},
+                          {4, 9, 9, 3, 5, 7, 2, 40, false},   {2, 3, 3, 9, 9, 9, 2, 80, true},
+                          {1, 1, 100, 1, 1, 7, 1, 64, false}, {3, 7, 30, 3, 7, 7, 3, 128, false},
+                          {6, 11, 4, 5, 9, 3, 1, 17, true},   {8, 16, 16, 3, 7, 7, 2, 128, true}};
+}  // namespace
+
+TEST(Neighborhood3d, CudaFastPathWithinToleranceOfExact) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  double worstNorm = 0.0, worstElement = 0.0;
+  for (const NaFast& c : kNaFast) {
+    SCOPED_TRACE(::testing::Message() << "grid " << c.T << "x" << c.H << "x" << c.W << " kernel " << c.kt << "x" << c.kh
+                                      << "x" << c.kw << " heads " << c.heads << " head " << c.head
+                                      << (c.bf16In ? " qkv BF16" : ""));
+    const std::int64_t rows = c.T * c.H * c.W, width = 3 * c.heads * c.head;
+    Tensor qkv = host(randomFloats(Key{46, static_cast<std::uint32_t>(rows * c.head)}, rows * width), {rows, width});
+    if (c.bf16In) qkv = qkv.to(DType::BF16).to(DType::F32);
+    const double scale = 1.0 / std::sqrt(double(c.head));
+    const auto want = netops::neighborhood3d(qkv, {c.T, c.H, c.W}, {c.kt, c.kh, c.kw}, c.heads, scale).toVector<float>();
+    const Tensor out = netops::neighborhood3d((c.bf16In ? qkv.to(DType::BF16) : qkv).to(gpu), {c.T, c.H, c.W},
+                                              {c.kt, c.kh, c.kw}, c.heads, scale);
+    EXPECT_EQ(out.dtype(), DType::F32);
+    const auto got = out.to(Device::host()).toVector<float>();
+
+    const auto x = qkv.toVector<float>();
+    const std::int64_t outWidth = c.heads * c.head;
+    std::vector<double> vmax(outWidth, 0.0);  // max |v| over all keys, per (head, channel)
+    for (std::int64_t j = 0; j < rows; ++j)
+      for (std::int64_t hc = 0; hc < outWidth; ++hc)
+        vmax[hc] = std::max(vmax[hc], std::fabs(double(x[j * width + 2 * outWidth + hc])));
+    worstNorm = std::max(worstNorm, checkFast(got, want, [&](std::size_t i) { return vmax[i % outWidth]; }, worstElement));
+  }
+  RecordProperty("worst_norm", std::to_string(worstNorm));
+  RecordProperty("worst_element", std::to_string(worstElement));
+  std::printf("neighborhood3d fast path: worst relative norm %.3g, worst element error / (1 + max|v|) %.3g\n",
+              worstNorm, worstElement);
+}
+
+TEST(Neighborhood3d, CudaFastPathErrors) {
+  GIZML_NEED_GPU();
+  const char* fn = "gizml::netops::neighborhood3d";
+  const Device gpu = Device::cuda(0);
+  // head = 390 / (3 heads) = 130 > 128: named by `heads`, the argument that sets the head.
+  const Tensor wide = Tensor::zeros({24, 390}, DType::BF16, gpu);
+  expectThrowsNaming([&] { netops::neighborhood3d(wide, {2, 3, 4}, {1, 1, 3}, 1, 1.0); }, fn, "heads");
+  // The argument checks come first on a GPU too.
+  const Tensor qkv = Tensor::zeros({24, 12}, DType::BF16, gpu);
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 2, 3}, 2, 1.0); }, fn, "kernel");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 5}, {1, 1, 3}, 2, 1.0); }, fn, "grid");
+  expectThrowsNaming([&] { netops::neighborhood3d(qkv, {2, 3, 4}, {1, 1, 3}, 5, 1.0); }, fn, "heads");
 }

@@ -2,7 +2,8 @@
 // (queries that see no key) and empty sides; `attention` over d, e and tk of 1, 15, 16, 17, 33
 // (around a block of 16 keys and a lane vector of 16 channels), causal with tq < tk and tq > tk,
 // tiles of queries cut short, no keys, NaN and ±inf in q, k or v, and dropout; headPrepInPlace;
-// attentionRows (on a GPU its fast path, within the SPEC's tolerance).
+// attentionRows, crossAttentionRows and neighborhood3d (on a GPU their fast paths, within the SPEC's
+// tolerance).
 #include <cmath>
 
 #include "reference/attention_reference.hpp"
@@ -164,6 +165,78 @@ Case attentionRowsCase(const RowsShape& s) {
   return c;
 }
 
+/// crossAttentionRows into an F32 out on q's device: exact on the host, the fast BF16 flash path on a
+/// GPU (one group: q's rows over kv's), held to the SPEC's tolerance. No cut: on a GPU the op is not
+/// exact, so a row alone is not compared with the batch.
+struct CrossShape {
+  std::int64_t nq, nk, heads, head;
+  bool typical = false;
+  std::string name() const {
+    return "q " + dims({nq, heads * head}) + " kv " + dims({nk, 2 * heads * head}) + " heads " + num(heads) + " head " +
+           num(head);
+  }
+  std::uint32_t seed() const { return static_cast<std::uint32_t>(((nq * 31 + nk) * 131 + heads) * 67 + head); }
+};
+
+Case crossAttentionRowsCase(const CrossShape& s) {
+  Case c{.op = "crossAttentionRows", .name = s.name()};
+  c.typical = s.typical;
+  const std::int64_t width = s.heads * s.head;
+  c.inputs = [s, width] {
+    return Tensors{host(test::randomFloats(Key{99, s.seed()}, s.nq * width), {s.nq, width}),
+                   host(test::randomFloats(Key{100, s.seed()}, s.nk * 2 * width), {s.nk, 2 * width})};
+  };
+  c.run = [s, width](const Tensors& in) {
+    Tensor out = Tensor::empty({s.nq, width}, DType::F32, in[0].device());
+    netops::crossAttentionRows(in[0], in[1], s.heads, s.head, out);
+    return Tensors{out};
+  };
+  c.reference = [s, width](const Tensors& in) {
+    std::vector<float> out(s.nq * width);
+    ref::crossAttentionRows(valuesOf(in[0]).data(), valuesOf(in[1]).data(), s.nq, s.nk, s.heads, s.head, out.data());
+    return Tensors{host(out, {s.nq, width})};
+  };
+  c.outputNames = {"out"};
+  c.gpu = GpuCompare::Tolerance;
+  c.tolerance = 1e-2;
+  return c;
+}
+
+/// neighborhood3d on qkv's device: exact on the host, the fast BF16 flash path over each tile's box
+/// of keys on a GPU, held to the SPEC's tolerance.
+struct NeighborhoodShape {
+  std::int64_t T, H, W, kt, kh, kw, heads, head;
+  bool typical = false;
+  std::string name() const {
+    return "grid " + dims({T, H, W}) + " kernel " + dims({kt, kh, kw}) + " heads " + num(heads) + " head " + num(head);
+  }
+  std::uint32_t seed() const {
+    return static_cast<std::uint32_t>((((T * 31 + H) * 31 + W) * 131 + kt * 49 + kh * 7 + kw) * 67 + head);
+  }
+};
+
+Case neighborhood3dCase(const NeighborhoodShape& s) {
+  Case c{.op = "neighborhood3d", .name = s.name()};
+  c.typical = s.typical;
+  const std::int64_t rows = s.T * s.H * s.W, width = 3 * s.heads * s.head;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.head));
+  c.inputs = [s, rows, width] {
+    return Tensors{host(test::randomFloats(Key{101, s.seed()}, rows * width), {rows, width})};
+  };
+  c.run = [s, scale](const Tensors& in) {
+    return Tensors{netops::neighborhood3d(in[0], {s.T, s.H, s.W}, {s.kt, s.kh, s.kw}, s.heads, scale)};
+  };
+  c.reference = [s, rows, scale](const Tensors& in) {
+    std::vector<float> out(rows * s.heads * s.head);
+    ref::neighborhood3d(valuesOf(in[0]).data(), s.T, s.H, s.W, s.kt, s.kh, s.kw, s.heads, s.head, scale, out.data());
+    return Tensors{host(out, {rows, s.heads * s.head})};
+  };
+  c.outputNames = {"out"};
+  c.gpu = GpuCompare::Tolerance;
+  c.tolerance = 1e-2;
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> attentionCases() {
@@ -208,6 +281,17 @@ std::vector<Case> attentionCases() {
   const RowsShape rowsShapes[] = {{200, 2, 64, 0, 0}, {300, 2, 128, 150, 0}, {130, 3, 128, 65, 100},
                                   {96, 2, 40, 32, 50},  {512, 4, 128, 256, 0, true}};
   for (const RowsShape& s : rowsShapes) cases.push_back(attentionRowsCase(s));
+
+  // The same kernel with queries and keys from two tensors: ragged both ways, nq < nk and nq > nk.
+  const CrossShape crossShapes[] = {{200, 77, 2, 64}, {130, 300, 3, 128}, {65, 1, 1, 40}, {1, 129, 2, 80},
+                                    {1024, 256, 4, 128, true}};
+  for (const CrossShape& s : crossShapes) cases.push_back(crossAttentionRowsCase(s));
+
+  // Tiles of 64 queries within a line, across lines and frames; kernels longer than their axes.
+  const NeighborhoodShape naShapes[] = {{3, 4, 5, 3, 3, 3, 2, 64},  {2, 5, 70, 1, 3, 9, 1, 128},
+                                        {4, 9, 9, 3, 5, 7, 2, 40},  {2, 3, 3, 9, 9, 9, 1, 17},
+                                        {4, 16, 16, 3, 7, 7, 2, 128, true}};
+  for (const NeighborhoodShape& s : naShapes) cases.push_back(neighborhood3dCase(s));
   return cases;
 }
 

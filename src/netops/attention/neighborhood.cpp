@@ -1,7 +1,9 @@
 // neighborhood3d on the host: each query's box of keys (the product of its three windows, in
 // (t, h, w) raster order) as a list of rows, then the tile of host_tile.hpp with that one query
 // (packing the box's keys by blocks of 16 as it scores them, several blocks at once), so the
-// steps are `attention`'s. OpenMP over (head, query). On a GPU this is the fast BF16 path, not built yet (a gizml::Error).
+// steps are `attention`'s. OpenMP over (head, query). The windows are neighborhood_window.hpp's,
+// which the GPU's fast path (BF16 flash attention over the box of keys each tile of 64 queries sees,
+// flash_cuda.cu) shares.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -9,10 +11,13 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "core/dispatch.hpp"
 #include "core/sizes.hpp"
 #include "gizml/netops/attention.hpp"
 #include "netops/attention/attention.hpp"
+#include "netops/attention/flash.hpp"
 #include "netops/attention/host_tile.hpp"
+#include "netops/attention/neighborhood_window.hpp"
 
 namespace gizml::netops {
 
@@ -20,13 +25,55 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-/// Along an axis of length L with kernel k: k' = min(k, L), the window [s, s + k') of position i.
-struct Window {
-  std::int64_t start, length;
-};
-Window windowOf(std::int64_t i, std::int64_t axis, std::int64_t kernel) {
-  const std::int64_t k = std::min(kernel, axis);
-  return {std::clamp<std::int64_t>(i - k / 2, 0, axis - k), k};
+/// The fast GPU path (SPEC "neighborhood3d", BF16): q, k and v of qkv into BF16 panels (as
+/// attentionRows'), then the flash kernel over each tile's box of keys, into a new F32 out.
+Tensor fastGpuPath(const char* fn, const Tensor& qkv, const std::vector<std::int64_t>& grid,
+                   const std::vector<std::int64_t>& kernel, std::int64_t heads, std::int64_t head, double scale) {
+  if (head > attn::kFlashMaxHead)
+    fail(fn, "heads",
+         "the fast GPU path runs a head (qkv's width / (3 heads)) of at most " + str(attn::kFlashMaxHead) + ", got head " +
+             str(head));
+  const std::int64_t rows = qkv.dim(0);
+  // The kernel keeps positions within a box in 32 bits.
+  if (rows >= (std::int64_t{1} << 31))
+    fail(fn, "qkv", "the fast GPU path runs grids of fewer than 2^31 cells, got " + str(rows));
+  const std::int64_t dPad = attn::flashPaddedHead(head);
+  const Tensor panels = Tensor::empty({detail::checkedMul(fn, "qkv", 3 * heads * dPad, rows)}, DType::BF16, qkv.device());
+  Tensor out = Tensor::empty({rows, heads * head}, DType::F32, qkv.device());
+  auto* p = static_cast<std::uint16_t*>(panels.raw());
+  const std::int64_t part = heads * rows * dPad;  // one of q, k, v for all heads
+  const attn::FlashPack pack{.src = qkv.raw(),
+                             .srcBF16 = qkv.dtype() == DType::BF16,
+                             .panels = p,
+                             .rows = rows,
+                             .units = 3 * heads,
+                             .head = head,
+                             .dPad = dPad,
+                             .rowStride = 3 * heads * head};
+  const attn::FlashParams run{.q = p,
+                              .k = p + part,
+                              .v = p + 2 * part,
+                              .qHead = rows * dPad,
+                              .kvHead = rows * dPad,
+                              .out = out.raw(),
+                              .outBF16 = false,
+                              .heads = heads,
+                              .head = head,
+                              .dPad = dPad,
+                              .queries = rows,
+                              .qGroup = rows,
+                              .kGroup = 0,
+                              .grid = {{grid[0], grid[1], grid[2]}, {kernel[0], kernel[1], kernel[2]}},
+                              .scale = static_cast<float>(scale)};
+#if GIZML_HAS_CUDA
+  attn::flashPack(detail::gpuOf(qkv), fn, pack);
+  attn::flashRun(detail::gpuOf(qkv), fn, attn::FlashKeys::Neighborhood, run);
+#else
+  (void)pack;
+  (void)run;
+  detail::noCuda(fn);
+#endif
+  return out;
 }
 
 }  // namespace
@@ -56,14 +103,13 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, 
     fail(fn, "kernel", "expected 3 extents [kt, kh, kw], got " + str(static_cast<std::int64_t>(kernel.size())));
   for (std::int64_t k : kernel)
     if (k < 1 || k % 2 == 0) fail(fn, "kernel", "expected odd extents >= 1, got " + str(k));
-  if (!qkv.device().isHost())
-    fail(fn, "qkv",
-         "the fast GPU path (BF16 flash attention over each tile's box of keys) is not built yet; run this on host "
-         "tensors");
+  if (!qkv.device().isHost()) return fastGpuPath(fn, qkv, grid, kernel, heads, head, scale);
 
   Tensor out = Tensor::empty({rows, heads * head});
   const std::int64_t T = grid[0], H = grid[1], W = grid[2];
-  const std::int64_t boxMost = std::min(kernel[0], T) * std::min(kernel[1], H) * std::min(kernel[2], W);
+  const attn::Grid3 g3{{T, H, W}, {kernel[0], kernel[1], kernel[2]}};
+  const std::int64_t boxMost =
+      attn::windowLength(T, kernel[0]) * attn::windowLength(H, kernel[1]) * attn::windowLength(W, kernel[2]);
   const std::int64_t stride = 3 * heads * head;
   const float* x = qkv.data<float>();
   float* o = out.data<float>();
@@ -82,8 +128,8 @@ Tensor neighborhood3d(const Tensor& qkv, const std::vector<std::int64_t>& grid, 
 #pragma omp for schedule(static)
     for (std::int64_t item = 0; item < heads * rows; ++item) {
       const std::int64_t h = item / rows, r = item % rows;
-      const Window wt = windowOf(r / (H * W), T, kernel[0]), wh = windowOf(r / W % H, H, kernel[1]),
-                   ww = windowOf(r % W, W, kernel[2]);
+      const attn::Box3 b = attn::queryBox(g3, r);
+      const attn::Window wt = b.axis[0], wh = b.axis[1], ww = b.axis[2];
       std::int64_t n = 0;
       for (std::int64_t t = wt.start; t < wt.start + wt.length; ++t)
         for (std::int64_t y = wh.start; y < wh.start + wh.length; ++y)

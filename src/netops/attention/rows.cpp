@@ -5,6 +5,9 @@
 // matrix-core path (flash.hpp, flash_cuda.cu): prep on a copy, q, k, v packed into BF16 panels,
 // flash attention on BF16 matrix cores; with `quantized`, where the GPU has FP8 matrix cores and the
 // head is 64 or 128, SageAttention2's INT8 / E4M3 split instead (flash_quant.hpp, sage_quant.hpp).
+// crossAttentionRows: exact on the host (the same host attention, keys and values from kv), on a
+// GPU the same flash kernel with one group whose queries come from q and whose keys and values
+// come from kv.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -195,10 +198,62 @@ void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int
 #endif
 }
 
-[[noreturn]] void noFastGpuPath(const char* fn, const char* arg) {
-  fail(fn, arg,
-       "this op's fast GPU path (BF16 flash attention on matrix cores) is not built yet; attention on a GPU is the exact "
-       "netops::attention, or run this on host tensors");
+/// crossAttentionRows' fast GPU path (SPEC "crossAttentionRows", BF16): q and kv into BF16 panels,
+/// then the flash kernel with one group (queries from q's panels, keys and values from kv's).
+void crossFastGpuPath(const char* fn, const Tensor& q, const Tensor& kv, std::int64_t heads, std::int64_t head,
+                      const Tensor& out) {
+  if (head > attn::kFlashMaxHead)
+    fail(fn, "head", "the fast GPU path runs heads of at most " + str(attn::kFlashMaxHead) + ", got " + str(head));
+  const std::int64_t nq = q.dim(0), nk = kv.dim(0), width = heads * head;
+  if (nq == 0) return;
+  const std::int64_t dPad = attn::flashPaddedHead(head);
+  const Tensor qPanels =
+      Tensor::empty({detail::checkedMul(fn, "q", heads * dPad, nq)}, DType::BF16, q.device());  // [heads][nq][dPad]
+  // [2][heads][nk][dPad]; at least one row, so that the kernel's zero-filling copies of keys past nk
+  // (all of them when nk = 0: the outputs are +0s) get a real address even though they read nothing.
+  const Tensor kvPanels = Tensor::empty({detail::checkedMul(fn, "kv", 2 * heads * dPad, nk > 0 ? nk : 1)},
+                                        DType::BF16, q.device());
+  auto* kvp = static_cast<std::uint16_t*>(kvPanels.raw());
+  const attn::FlashPack packQ{.src = q.raw(),
+                              .srcBF16 = q.dtype() == DType::BF16,
+                              .panels = static_cast<std::uint16_t*>(qPanels.raw()),
+                              .rows = nq,
+                              .units = heads,
+                              .head = head,
+                              .dPad = dPad,
+                              .rowStride = width};
+  const attn::FlashPack packKV{.src = kv.raw(),
+                               .srcBF16 = kv.dtype() == DType::BF16,
+                               .panels = kvp,
+                               .rows = nk,
+                               .units = 2 * heads,
+                               .head = head,
+                               .dPad = dPad,
+                               .rowStride = 2 * width};
+  const attn::FlashParams run{.q = packQ.panels,
+                              .k = kvp,
+                              .v = kvp + heads * nk * dPad,
+                              .qHead = nq * dPad,
+                              .kvHead = nk * dPad,
+                              .out = out.raw(),
+                              .outBF16 = out.dtype() == DType::BF16,
+                              .heads = heads,
+                              .head = head,
+                              .dPad = dPad,
+                              .queries = nq,
+                              .qGroup = nq,
+                              .kGroup = nk,
+                              .grid = {},
+                              .scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head)))};
+#if GIZML_HAS_CUDA
+  attn::flashPack(detail::gpuOf(q), fn, packQ);
+  attn::flashPack(detail::gpuOf(q), fn, packKV);
+  attn::flashRun(detail::gpuOf(q), fn, attn::FlashKeys::Groups, run);
+#else
+  (void)packKV;
+  (void)run;
+  detail::noCuda(fn);
+#endif
 }
 
 /// The exact attention of every (group, head) of qkv (F32, host) into out [outRows, heads head] F32.
@@ -304,7 +359,7 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, std::int64_t heads, s
   detail::requireAtLeast(fn, "heads", heads, 1);
   detail::requireAtLeast(fn, "head", head, 1);
   const std::int64_t width = detail::checkedMul(fn, "head", heads, head);
-  // BF16 rows are the GPU's (whose fast path is not built yet); the host's are F32.
+  // BF16 rows are the GPU's (its fast path reads BF16 anyway); the host's are F32.
   for (auto [name, t, w] : {std::tuple<const char*, const Tensor*, std::int64_t>{"q", &q, width}, {"kv", &kv, 2 * width}}) {
     detail::requireDefined(fn, name, *t);
     if (t->dtype() != DType::F32 && !(t->dtype() == DType::BF16 && !t->device().isHost()))
@@ -320,7 +375,7 @@ void crossAttentionRows(const Tensor& q, const Tensor& kv, std::int64_t heads, s
     fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
   detail::requireShape(fn, "out", out, {q.dim(0), width});
   detail::requireSameDevice(fn, {{"q", &q}, {"kv", &kv}, {"out", &out}});
-  if (!q.device().isHost()) noFastGpuPath(fn, "q");
+  if (!q.device().isHost()) return crossFastGpuPath(fn, q, kv, heads, head, out);
   const std::int64_t nq = q.dim(0), nk = kv.dim(0);
   Tensor exact = out.dtype() == DType::F32 ? out : Tensor::empty({nq, width});
   // Items are the heads (inner = heads, one outer item); keys and values are kv's two halves.
