@@ -28,6 +28,10 @@ namespace gizml::netops {
 
 namespace attn {
 void HeadPrepRows::host(const Args& a) { exact::hostRows<HeadPrepRows>(a); }
+#if !GIZML_HAS_CUDA
+// A build without CUDA has no FP8 kernel (flash_quant_cuda.cu defines this where there is one).
+bool SageRows::available(const Gpu&) { return false; }
+#endif
 }  // namespace attn
 
 namespace {
