@@ -227,6 +227,15 @@ netops::HeadPrep randomPrep(std::int64_t head, std::int64_t rows, std::int64_t h
           1e-6};
 }
 
+/// The same HeadPreps with their tensors on device d.
+std::vector<netops::HeadPrep> prepOn(const std::vector<netops::HeadPrep>& prep, Device d) {
+  std::vector<netops::HeadPrep> moved;
+  for (const netops::HeadPrep& q : prep)
+    moved.push_back({q.qw.to(d), q.kw.to(d), q.cos.defined() ? q.cos.to(d) : Tensor(),
+                     q.sin.defined() ? q.sin.to(d) : Tensor(), q.eps});
+  return moved;
+}
+
 struct PackedCase {
   std::int64_t rows, heads, head, group, queries, half;
   bool prep;
@@ -432,10 +441,7 @@ TEST(AttendedRows, CudaFastPathWithinToleranceOfExact) {
     const auto want = netops::attendedRows(qkv, c.heads, c.head, false, c.group, prep, c.queries).toVector<float>();
 
     const Tensor qkvGpu = (c.bf16In ? qkv.to(DType::BF16) : qkv).to(gpu);
-    std::vector<netops::HeadPrep> prepGpu;
-    for (const netops::HeadPrep& q : prep)
-      prepGpu.push_back({q.qw.to(gpu), q.kw.to(gpu), q.cos.defined() ? q.cos.to(gpu) : Tensor(),
-                         q.sin.defined() ? q.sin.to(gpu) : Tensor(), q.eps});
+    const std::vector<netops::HeadPrep> prepGpu = prepOn(prep, gpu);
     Tensor out = Tensor::zeros({outRows, c.heads * c.head}, c.bf16Out ? DType::BF16 : DType::F32, gpu);
     netops::attentionRows(qkvGpu, c.heads, c.head, false, c.group, out, prepGpu, c.queries);
     const auto got = out.to(Device::host()).toFloats();
@@ -533,10 +539,7 @@ TEST(AttendedRows, CudaQuantizedWithinSpecToleranceOfExact) {
     const auto want = netops::attendedRows(qkv, c.heads, c.head, false, c.group, prep, c.queries).toVector<float>();
 
     const Tensor qkvGpu = (c.bf16In ? qkv.to(DType::BF16) : qkv).to(gpu);
-    std::vector<netops::HeadPrep> prepGpu;
-    for (const netops::HeadPrep& q : prep)
-      prepGpu.push_back({q.qw.to(gpu), q.kw.to(gpu), q.cos.defined() ? q.cos.to(gpu) : Tensor(),
-                         q.sin.defined() ? q.sin.to(gpu) : Tensor(), q.eps});
+    const std::vector<netops::HeadPrep> prepGpu = prepOn(prep, gpu);
     Tensor out = Tensor::zeros({outRows, c.heads * c.head}, c.bf16Out ? DType::BF16 : DType::F32, gpu);
     netops::attentionRows(qkvGpu, c.heads, c.head, true, c.group, out, prepGpu, c.queries);
     const auto got = out.to(Device::host()).toFloats();

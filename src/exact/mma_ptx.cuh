@@ -92,4 +92,11 @@ __device__ __forceinline__ void mmaM16N8K32E4M3(float (&d)[4], const std::uint32
 #endif
 }
 
+/// The sum over a quad, the 4 lanes (4 g .. 4 g + 3) that hold one row of a C fragment between
+/// them: (v + lane ^ 1's) + lane ^ 2's, so all four end with the same bits.
+__device__ __forceinline__ float quadSum(float v) {
+  v = v + __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
 }  // namespace gizml::exact::mma

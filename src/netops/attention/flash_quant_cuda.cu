@@ -367,11 +367,7 @@ __global__ void __launch_bounds__(kThreads) sageKernel(const SageRows::Args a) {
 
   float l[2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] = state[r].l;
-    l[r] = l[r] + __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] = l[r] + __shfl_xor_sync(0xffffffffu, l[r], 2);
-  }
+  for (int r = 0; r < 2; ++r) l[r] = mma::quadSum(state[r].l);
   const std::int64_t width = a.heads * a.head;
 #pragma unroll
   for (int nb = 0; nb < D / 8; ++nb)
