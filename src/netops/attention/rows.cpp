@@ -111,9 +111,6 @@ PackedShape checkAttended(const char* fn, const Tensor& qkv, std::int64_t heads,
   return {rows, g, queries > 0 ? queries : rows};
 }
 
-/// The fast GPU path (SPEC "attentionRows"): prep on a copy of qkv (on the GPU), then the quantized
-/// path where takesQuantizedPath, else (BF16) q, k and v into BF16 panels and the flash kernel, into
-/// out (F32 or BF16, on qkv's GPU).
 /// The quantized path (SPEC "attentionRows", quantized): src (prep applied) into out through
 /// workspace buffers of INT8 / E4M3 codes and their scales (flash_quant.hpp), on qkv's GPU.
 void quantizedGpuPath(const char* fn, const Tensor& src, std::int64_t heads, std::int64_t head, const PackedShape& s,
@@ -166,6 +163,9 @@ bool takesQuantizedPath(const Tensor& qkv, std::int64_t head, bool quantized) {
 #endif
 }
 
+/// The fast GPU path (SPEC "attentionRows"): prep on a copy of qkv (on the GPU), then the quantized
+/// path where takesQuantizedPath, else (BF16) q, k and v into BF16 panels and the flash kernel, into
+/// out (F32 or BF16, on qkv's GPU).
 void fastGpuPath(const char* fn, const Tensor& qkv, std::int64_t heads, std::int64_t head, bool quantized,
                  const PackedShape& s, const std::vector<HeadPrep>& prep, const Tensor& out) {
   if (head > attn::kFlashMaxHead)
