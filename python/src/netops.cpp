@@ -66,7 +66,7 @@ void bindNetops(nb::module_& parent) {
   m.def("affine", &n::affine, "x"_a, "w"_a, "b"_a, "compute"_a = DType::F32);
   m.def("patchRows", &n::patchRows, "x"_a, "kh"_a, "kw"_a, "pad"_a, "r0"_a, "r1"_a, "dtype"_a = DType::F32);
 
-  // conv.hpp, pool.hpp, attention.hpp
+  // conv.hpp, pool.hpp, attention.hpp's causalMask
   m.def("im2col", &n::im2col, "x"_a, "kh"_a, "kw"_a, "stride"_a, "pad"_a);
   m.def("col2im", &n::col2im, "cols"_a, "n"_a, "c"_a, "h"_a, "w"_a, "kh"_a, "kw"_a, "stride"_a, "pad"_a);
   m.def("im2col1d", &n::im2col1d, "x"_a, "k"_a, "stride"_a, "pad"_a, "dilation"_a, "first"_a = 0, "count"_a = -1);
@@ -76,6 +76,31 @@ void bindNetops(nb::module_& parent) {
   m.def("pool2d", &n::pool2d, "x"_a, "size"_a, "stride"_a, "average"_a);
   m.def("pool2dGrad", &n::pool2dGrad, "dy"_a, "x"_a, "size"_a, "stride"_a, "average"_a);
   m.def("causalMask", &n::causalMask, "tq"_a, "tk"_a);
+
+  // attention.hpp: exact attention, a transformer's packed rows, cross and 3-D neighborhood attention
+  nb::class_<n::HeadPrep>(m, "HeadPrep",
+                          "A transformer's QK norm and rotary: qw, kw [head] F32; cos, sin [rows, half] F32 (both "
+                          "undefined: no rotation); eps.")
+      .def(nb::init<>())
+      .def("__init__",
+           [](n::HeadPrep* p, const Tensor& qw, const Tensor& kw, const Tensor& cos, const Tensor& sin, double eps) {
+             new (p) n::HeadPrep{qw, kw, cos, sin, eps};
+           },
+           "qw"_a, "kw"_a, "cos"_a = Tensor(), "sin"_a = Tensor(), "eps"_a = 1e-6)
+      .def_rw("qw", &n::HeadPrep::qw)
+      .def_rw("kw", &n::HeadPrep::kw)
+      .def_rw("cos", &n::HeadPrep::cos)
+      .def_rw("sin", &n::HeadPrep::sin)
+      .def_rw("eps", &n::HeadPrep::eps);
+  m.def("attention", &n::attention, "q"_a, "k"_a, "v"_a, "scale"_a, "causal"_a = false, "rate"_a = 0.0,
+        "key"_a = Key{});
+  m.def("headPrepInPlace", &n::headPrepInPlace, "qkv"_a, "n"_a, "heads"_a, "head"_a, "p"_a, "row0"_a = 0);
+  m.def("attendedRows", &n::attendedRows, "qkv"_a, "heads"_a, "head"_a, "quantized"_a = false, "group"_a = 0,
+        "prep"_a = std::vector<n::HeadPrep>{}, "queries"_a = 0);
+  m.def("attentionRows", &n::attentionRows, "qkv"_a, "heads"_a, "head"_a, "quantized"_a, "group"_a, "out"_a,
+        "prep"_a = std::vector<n::HeadPrep>{}, "queries"_a = 0);
+  m.def("crossAttentionRows", &n::crossAttentionRows, "q"_a, "kv"_a, "heads"_a, "head"_a, "out"_a);
+  m.def("neighborhood3d", &n::neighborhood3d, "qkv"_a, "grid"_a, "kernel"_a, "heads"_a, "scale"_a);
 
   // norms.hpp: the diffusion norms
   m.def("modulatedNorm", &n::modulatedNorm, "x"_a, "w"_a, "shift"_a, "scale"_a, "map"_a, "eps"_a,

@@ -62,5 +62,17 @@ int main() {
   auto q = netops::int8Rows(rowsH, 8);
   print("int8Rows.q", q.q);
   print("int8Rows.s", q.s);
+  // The attention family: exact attention (causal, dropout), packed rows with a HeadPrep, groups
+  // and queries, cross attention, a 3-D neighborhood.
+  print("attention", netops::attention(normal(20, {2, 5, 8}), normal(21, {2, 7, 8}), normal(22, {2, 7, 6}), 0.35,
+                                       true, 0.25, Key{23, 1}));
+  Tensor qkv = normal(24, {12, 3 * 2 * 8});
+  // cos and sin: any values do (the rotation's formula does not need them on a circle).
+  netops::HeadPrep prep{normal(26, {8}), normal(27, {8}), normal(25, {12, 2}), normal(31, {12, 2}), 1e-6};
+  print("attendedRows", netops::attendedRows(qkv, 2, 8, false, 6, {prep}, 9));
+  Tensor cross = Tensor::empty({5, 16});
+  netops::crossAttentionRows(normal(28, {5, 16}), normal(29, {7, 32}), 2, 8, cross);
+  print("crossAttentionRows", cross);
+  print("neighborhood3d", netops::neighborhood3d(normal(30, {2 * 3 * 4, 3 * 2 * 8}), {2, 3, 4}, {3, 3, 3}, 2, 0.3));
   return 0;
 }

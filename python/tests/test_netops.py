@@ -46,6 +46,15 @@ def python_values():
     out["hadamardRows"] = n.hadamardRows(rows_h)
     q, s = n.int8Rows(rows_h, 8)
     out.update({"int8Rows.q": q, "int8Rows.s": s})
+    out["attention"] = n.attention(normal(20, [2, 5, 8]), normal(21, [2, 7, 8]), normal(22, [2, 7, 6]), 0.35, True,
+                                   0.25, Key(23, 1))
+    qkv = normal(24, [12, 3 * 2 * 8])
+    prep = n.HeadPrep(normal(26, [8]), normal(27, [8]), normal(25, [12, 2]), normal(31, [12, 2]), 1e-6)
+    out["attendedRows"] = n.attendedRows(qkv, 2, 8, False, 6, [prep], 9)
+    cross = Tensor.empty([5, 16])
+    n.crossAttentionRows(normal(28, [5, 16]), normal(29, [7, 32]), 2, 8, cross)
+    out["crossAttentionRows"] = cross
+    out["neighborhood3d"] = n.neighborhood3d(normal(30, [2 * 3 * 4, 3 * 2 * 8]), [2, 3, 4], [3, 3, 3], 2, 0.3)
     return out
 
 
@@ -129,6 +138,20 @@ def test_every_other_op_runs():
                       cos.data_ptr(), sin.data_ptr())
     ss = (np.from_dlpack(bf.to(DType.F32)).astype(np.float64) ** 2).mean(axis=1)
     assert np.allclose(ss, 1.0, rtol=2e-2)  # each row now has unit RMS (in BF16)
+    # Packed rows: prep in place equals prep on attendedRows' copy; attentionRows into F32 and BF16.
+    qkv = normal(50, [8, 3 * 2 * 4])
+    prep = n.HeadPrep(normal(51, [4]), normal(52, [4]))  # no rotation
+    assert not prep.cos.defined() and prep.eps == 1e-6
+    prepped = qkv.clone()
+    n.headPrepInPlace(prepped, 8, 2, 4, prep)
+    want = n.attendedRows(qkv, 2, 4, prep=[prep])
+    assert host_bytes(n.attendedRows(prepped, 2, 4)) == host_bytes(want)
+    out = Tensor.empty([8, 8])
+    n.attentionRows(qkv, 2, 4, False, 0, out, [prep])
+    assert host_bytes(out) == host_bytes(want)
+    out16 = Tensor.empty([6, 8], DType.BF16)
+    n.attentionRows(qkv, 2, 4, True, 4, out16, [], 6)  # quantized: a request the host (exact) ignores
+    assert host_bytes(out16) == host_bytes(n.attendedRows(qkv, 2, 4, False, 4, [], 6).to(DType.BF16))
 
 
 def test_step_ops_on_host_addresses():
@@ -183,6 +206,14 @@ def test_bad_input_raises_the_cpp_message():
     expect_error(lambda: lazyMatmul(x, normal(1, [2, 8])).bias(normal(2, [3])).store(), "bias")
     expect_error(lambda: lazyMatmul(x, normal(1, [2, 8])).storeInto(Tensor.empty([3, 3])), "storeInto")
     expect_error(lambda: gizml.lazyConv3(normal(1, [2, 5]), normal(2, [3, 1, 4, 4])), "lazyConv3")
+    expect_error(lambda: n.attention(normal(1, [1, 2, 4]), normal(2, [1, 3, 5]), normal(3, [1, 3, 4]), 0.5),
+                 "gizml::netops::attention", "k")
+    expect_error(lambda: n.attention(normal(1, [1, 2, 4]), normal(2, [1, 3, 4]), normal(3, [1, 3, 4]), 0.5, False, 1.0),
+                 "attention", "rate")
+    expect_error(lambda: n.attendedRows(normal(1, [6, 12]), 2, 2, False, 4), "attendedRows", "group")
+    expect_error(lambda: n.crossAttentionRows(normal(1, [2, 8]), normal(2, [3, 8]), 2, 4, Tensor.empty([2, 8])),
+                 "crossAttentionRows", "head")
+    expect_error(lambda: n.neighborhood3d(normal(1, [6, 12]), [1, 2, 3], [3, 2, 3], 2, 0.5), "neighborhood3d", "kernel")
 
 
 def test_lazy_describes_its_output():
@@ -197,7 +228,8 @@ NETOPS_TESTED = """layerNorm layerNormGrad rmsNorm crossEntropyLoss crossEntropy
     affine patchRows im2col col2im im2col1d col2im1d conv1d convTranspose1d pool2d pool2dGrad causalMask
     modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm rowNormRopeInto hadamardRows
     rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto argmaxInto candidatesInto splitSumInto
-    normRotateInto siluMulRotatedInto sampleCandidates""".split()
+    normRotateInto siluMulRotatedInto sampleCandidates attention headPrepInPlace attendedRows attentionRows
+    crossAttentionRows neighborhood3d""".split()
 
 
 def test_every_op_binding_is_listed_as_tested():
