@@ -116,7 +116,7 @@ void attentionRowsVideo(benchmark::State& state, bool quantized) {
     return;
   }
   const Tensor qkv =
-      Tensor::normal(Key{7, 7}, {kVideoRows, 3 * kVideoHeads * kVideoHead}).to(gizml::DType::BF16).to(d);
+      Tensor::normal(Key{7, 7}, {kVideoRows, 3 * kVideoHeads * kVideoHead}, d).to(gizml::DType::BF16);
   Tensor out = Tensor::empty({kVideoRows, kVideoHeads * kVideoHead}, gizml::DType::BF16, d);
   const double flops = double(kVideoHeads) * kVideoRows * kVideoRows * 4.0 * kVideoHead;
   timedRate(state, flops, [&] {
@@ -139,8 +139,8 @@ void BM_CrossAttentionRowsFast(benchmark::State& state) {
     return;
   }
   const std::int64_t width = kVideoHeads * kVideoHead;
-  const Tensor q = Tensor::normal(Key{8, 8}, {kVideoRows, width}).to(gizml::DType::BF16).to(d);
-  const Tensor kv = Tensor::normal(Key{9, 9}, {kTextRows, 2 * width}).to(gizml::DType::BF16).to(d);
+  const Tensor q = Tensor::normal(Key{8, 8}, {kVideoRows, width}, d).to(gizml::DType::BF16);
+  const Tensor kv = Tensor::normal(Key{9, 9}, {kTextRows, 2 * width}, d).to(gizml::DType::BF16);
   Tensor out = Tensor::empty({kVideoRows, width}, gizml::DType::BF16, d);
   const double flops = double(kVideoHeads) * kVideoRows * kTextRows * 4.0 * kVideoHead;
   timedRate(state, flops, [&] {
@@ -163,7 +163,7 @@ void BM_Neighborhood3dFast(benchmark::State& state) {
   }
   const std::int64_t* kGrid = kGrids[state.range(0)];
   const std::int64_t rows = kGrid[0] * kGrid[1] * kGrid[2];
-  const Tensor qkv = Tensor::normal(Key{10, 10}, {rows, 3 * kVideoHeads * kVideoHead}).to(gizml::DType::BF16).to(d);
+  const Tensor qkv = Tensor::normal(Key{10, 10}, {rows, 3 * kVideoHeads * kVideoHead}, d).to(gizml::DType::BF16);
   // The pairs of the op: each query's box is the product of its windows (all of length min(k, L)).
   double pairs = double(rows);
   for (int a = 0; a < 3; ++a) pairs *= double(std::min(kKernel[a], kGrid[a]));
