@@ -32,6 +32,7 @@
 #include "exact/mma_ptx.cuh"
 #include "netops/attention/flash.hpp"
 #include "netops/attention/flash_step.hpp"
+#include "netops/attention/flash_warp.cuh"
 
 namespace gizml::netops::attn {
 
@@ -159,10 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nb][i] = 0.0f;
   OnlineRow state[2];  // this lane's rows: groupID (0) and groupID + 8 (1) of the warp's 16
-  // The half (0, 1) of the warp's 16 rows that accumulator i of a C fragment lies in: its row less
-  // the lane's groupID, so that it folds to a constant for a constant i (a register index, not a
-  // local-memory one).
-  auto rowHalf = [&](int i) { return (mma::fragmentC16x8(lane, i).row - mma::groupId(lane)) >> 3; };
+  auto rowHalf = [&](int i) { return rowHalfOf(lane, i); };  // the row half of accumulator i (flash_warp.cuh)
 
   // Neighborhood: this lane's two queries' windows as offsets from the box's start (32 bits: the
   // host checks the rows below 2^31); a row past the queries sees no key.
@@ -239,7 +237,6 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
         }
 
       // The scores, masked: Groups by flash_step.hpp's visibility, Neighborhood by the windows.
-      float mNew[2] = {state[0].m, state[1].m};
 #pragma unroll
       for (int nb = 0; nb < kBlockK / 8; ++nb)
 #pragma unroll
@@ -253,25 +250,9 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
             v = maskedScore(v, seen);
           }
           s[nb][i] = v;
-          mNew[rowHalf(i)] = runningMax(mNew[rowHalf(i)], v);
         }
       float c[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mNew[r] = runningMax(mNew[r], __shfl_xor_sync(0xffffffffu, mNew[r], 1));  // the quad holds the row
-        mNew[r] = runningMax(mNew[r], __shfl_xor_sync(0xffffffffu, mNew[r], 2));
-        c[r] = rescaleFactor(state[r].m, mNew[r]);
-        state[r].m = mNew[r];
-        state[r].l = state[r].l * c[r];
-      }
-#pragma unroll
-      for (int nb = 0; nb < kBlockK / 8; ++nb)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float p = blockWeight(s[nb][i], state[rowHalf(i)].m);
-          state[rowHalf(i)].l = state[rowHalf(i)].l + p;
-          s[nb][i] = p;
-        }
+      softmaxTile(s, state, c, lane);
 #pragma unroll
       for (int nb = 0; nb < D / 8; ++nb)
 #pragma unroll

@@ -42,6 +42,7 @@
 #include "exact/mma_ptx.cuh"
 #include "netops/attention/flash_quant.hpp"
 #include "netops/attention/flash_step.hpp"
+#include "netops/attention/flash_warp.cuh"
 #include "netops/attention/sage_quant.hpp"
 
 namespace gizml::netops::attn {
@@ -243,7 +244,7 @@ __global__ void __launch_bounds__(kThreads) sageKernel(const SageRows::Args a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[nb][i] = 0.0f;
   OnlineRow state[2];
-  auto rowHalf = [&](int i) { return (mma::fragmentC16x8(lane, i).row - mma::groupId(lane)) >> 3; };
+  auto rowHalf = [&](int i) { return rowHalfOf(lane, i); };  // the row half of accumulator i (flash_warp.cuh)
 
   // Q's fragments: at D = 64 held in registers from the first tile on; at D = 128 read from shared
   // memory again every tile (holding its 16 registers pushed the kernel past 255 and spilled), and
@@ -298,7 +299,6 @@ __global__ void __launch_bounds__(kThreads) sageKernel(const SageRows::Args a) {
       // The online softmax of this lane's two rows.
       const float factor = scoreScale(qScale, a.kScales[hg * SageRows::kBlocks(a) + t], a.scale);
       float s[kBlockK / 8][4];
-      float mNew[2] = {state[0].m, state[1].m};
 #pragma unroll
       for (int nb = 0; nb < kBlockK / 8; ++nb)
 #pragma unroll
@@ -309,25 +309,9 @@ __global__ void __launch_bounds__(kThreads) sageKernel(const SageRows::Args a) {
             v = maskedScore(v, keyVisible(i0 + 16 * warp + at.row, j0 + 8 * nb + at.col, tq, tk, false));
           }
           s[nb][i] = v;
-          mNew[rowHalf(i)] = runningMax(mNew[rowHalf(i)], v);
         }
       float c[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mNew[r] = runningMax(mNew[r], __shfl_xor_sync(0xffffffffu, mNew[r], 1));
-        mNew[r] = runningMax(mNew[r], __shfl_xor_sync(0xffffffffu, mNew[r], 2));
-        c[r] = rescaleFactor(state[r].m, mNew[r]);
-        state[r].m = mNew[r];
-        state[r].l = state[r].l * c[r];
-      }
-#pragma unroll
-      for (int nb = 0; nb < kBlockK / 8; ++nb)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float p = blockWeight(s[nb][i], state[rowHalf(i)].m);
-          state[rowHalf(i)].l = state[rowHalf(i)].l + p;
-          s[nb][i] = p;
-        }
+      softmaxTile(s, state, c, lane);
 
       // P's E4M3 codes as two m16n8k32 A operands (keys 0-31, 32-63), from the registers in place.
       std::uint32_t pFrag[2][4];
