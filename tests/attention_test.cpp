@@ -227,6 +227,15 @@ netops::HeadPrep randomPrep(std::int64_t head, std::int64_t rows, std::int64_t h
           1e-6};
 }
 
+/// A GPU case's HeadPreps: none, or one random one (with no rotation when half = 0).
+std::vector<netops::HeadPrep> casePrep(bool use, std::int64_t head, std::int64_t rows, std::int64_t half,
+                                       std::uint32_t seed) {
+  if (!use) return {};
+  netops::HeadPrep p = randomPrep(head, rows, half, seed);
+  if (half == 0) p.cos = p.sin = Tensor();
+  return {p};
+}
+
 /// The same HeadPreps with their tensors on device d.
 std::vector<netops::HeadPrep> prepOn(const std::vector<netops::HeadPrep>& prep, Device d) {
   std::vector<netops::HeadPrep> moved;
@@ -435,9 +444,8 @@ TEST(AttendedRows, CudaFastPathWithinToleranceOfExact) {
     const std::int64_t width = 3 * c.heads * c.head, outRows = c.queries > 0 ? c.queries : c.rows;
     Tensor qkv = host(randomFloats(Key{37, static_cast<std::uint32_t>(c.rows * c.head)}, c.rows * width), {c.rows, width});
     if (c.bf16In) qkv = qkv.to(DType::BF16).to(DType::F32);  // the host sees the values the GPU reads
-    netops::HeadPrep p = randomPrep(c.head, c.rows, c.half, static_cast<std::uint32_t>(c.head + 1));
-    if (c.half == 0) p.cos = p.sin = Tensor();
-    const std::vector<netops::HeadPrep> prep = c.prep ? std::vector<netops::HeadPrep>{p} : std::vector<netops::HeadPrep>{};
+    const std::vector<netops::HeadPrep> prep =
+        casePrep(c.prep, c.head, c.rows, c.half, static_cast<std::uint32_t>(c.head + 1));
     const auto want = netops::attendedRows(qkv, c.heads, c.head, false, c.group, prep, c.queries).toVector<float>();
 
     const Tensor qkvGpu = (c.bf16In ? qkv.to(DType::BF16) : qkv).to(gpu);
@@ -533,9 +541,8 @@ TEST(AttendedRows, CudaQuantizedWithinSpecToleranceOfExact) {
         x[r * width + c.heads * c.head + ch] += c.keyOffset * static_cast<float>(1 + ch % 5) * (ch % 2 ? -1.0f : 1.0f);
     Tensor qkv = host(x, {c.rows, width});
     if (c.bf16In) qkv = qkv.to(DType::BF16).to(DType::F32);  // the host sees the values the GPU reads
-    netops::HeadPrep p = randomPrep(c.head, c.rows, c.half, static_cast<std::uint32_t>(c.head + 3));
-    if (c.half == 0) p.cos = p.sin = Tensor();
-    const std::vector<netops::HeadPrep> prep = c.prep ? std::vector<netops::HeadPrep>{p} : std::vector<netops::HeadPrep>{};
+    const std::vector<netops::HeadPrep> prep =
+        casePrep(c.prep, c.head, c.rows, c.half, static_cast<std::uint32_t>(c.head + 3));
     const auto want = netops::attendedRows(qkv, c.heads, c.head, false, c.group, prep, c.queries).toVector<float>();
 
     const Tensor qkvGpu = (c.bf16In ? qkv.to(DType::BF16) : qkv).to(gpu);
@@ -570,7 +577,7 @@ TEST(AttendedRows, CudaQuantizedWithinSpecToleranceOfExact) {
     } else if (!c.bf16Out && !(c.prep && c.bf16In)) {
       // The emulation from the values the GPU quantized: qkv with prep applied (F32, as the GPU's copy).
       Tensor prepped = qkv.clone();
-      if (c.prep) netops::headPrepInPlace(prepped, c.rows, c.heads, c.head, p, 0);
+      if (c.prep) netops::headPrepInPlace(prepped, c.rows, c.heads, c.head, prep[0], 0);
       const auto emu = gizml::test::sageEmulate(prepped.toVector<float>(), c.rows, c.heads, c.head, c.group,
                                                 c.queries, {});
       const gizml::test::SageError toEmu = gizml::test::sageError(got, emu);
