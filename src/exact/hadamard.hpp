@@ -46,7 +46,7 @@ GIZML_HD F absLane(F v) {
 /// The larger of a and best, best kept when a is NaN (a maximum ignores NaN, SPEC §1.3).
 template <class F>
 GIZML_HD F maxIgnoringNaN(F a, F best) {
-  return select(a > best, a, best);
+  return maxLane(a, best);  // a > best ? a : best
 }
 
 #if !defined(__CUDACC__)

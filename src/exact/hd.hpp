@@ -42,6 +42,10 @@ GIZML_HD std::int32_t select(bool m, std::int32_t a, std::int32_t b) { return m 
 GIZML_HD float toFloat(std::int32_t i) { return static_cast<float>(i); }
 GIZML_HD float toFloat(std::uint32_t u) { return static_cast<float>(u); }
 GIZML_HD bool isNan(float x) { return x != x; }
+/// a < b ? a : b and a > b ? a : b, exactly so (b where either is NaN, and b for +0 against -0):
+/// x86's vminps and vmaxps, one instruction where a compare and a blend would be two.
+GIZML_HD float minLane(float a, float b) { return a < b ? a : b; }
+GIZML_HD float maxLane(float a, float b) { return a > b ? a : b; }
 /// A float as the lane type F (itself for float; all 16 lanes for the host's vectors), bits kept.
 template <class F>
 GIZML_HD F broadcast(float v) {

@@ -20,10 +20,10 @@ template <class F>
 GIZML_HD F expLanes(F x) {
   using U = typename LaneTypes<F>::U;
   using I = typename LaneTypes<F>::I;
-  // Past these the result is inf or 0 anyway; clamping keeps the integer steps in range (NaN
-  // fails both comparisons and is restored at the end).
-  F xc = select(x > 89.0f, F{} + 89.0f, x);
-  xc = select(xc < -104.0f, F{} - 104.0f, xc);
+  // Past these the result is inf or 0 anyway; clamping keeps the integer steps in range. The
+  // clamp is x > 89 ? 89 : x, then < -104 ? -104 : that, each one min/max instruction (NaN passes
+  // both and is restored at the end).
+  const F xc = maxLane(F{} - 104.0f, minLane(F{} + 89.0f, x));
   // n = rint(x / ln 2) by the 1.5 * 2^23 trick: t's low mantissa bits hold n exactly.
   const float magic = 12582912.0f;
   F t = xc * 1.44269502f + magic;

@@ -209,7 +209,7 @@ struct HostRow : RowSums<HostRow> {
     for (std::int64_t i = 0; i < n; i += 16) {
       F v = load16(x + i, n - i);
       if (n - i < 16) v = select(laneIndex() < static_cast<std::int32_t>(n - i), v, negInf);
-      best = select(v > best, v, best);
+      best = maxLane(v, best);  // v > best ? v : best
     }
     float m = -INFINITY;
     for (int l = 0; l < 16; ++l) m = best[l] > m ? best[l] : m;

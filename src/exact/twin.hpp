@@ -99,6 +99,8 @@ GIZML_TWIN f32x16x2 fmaLane(const f32x16x2& x, const f32x16x2& y, const f32x16x2
   return {fmaLane(x.a, y.a, z.a), fmaLane(x.b, y.b, z.b)};
 }
 GIZML_TWIN i32x16x2 isNan(const f32x16x2& x) { return {isNan(x.a), isNan(x.b)}; }
+GIZML_TWIN f32x16x2 minLane(const f32x16x2& x, const f32x16x2& y) { return {minLane(x.a, y.a), minLane(x.b, y.b)}; }
+GIZML_TWIN f32x16x2 maxLane(const f32x16x2& x, const f32x16x2& y) { return {maxLane(x.a, y.a), maxLane(x.b, y.b)}; }
 
 template <>
 GIZML_TWIN f32x16x2 broadcast<f32x16x2>(float v) {

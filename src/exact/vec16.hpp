@@ -41,6 +41,9 @@ GIZML_VEC i32x16 select(i32x16 m, i32x16 a, i32x16 b) { return m ? a : b; }
 GIZML_VEC f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
   return (f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 }
+/// Each lane's a < b ? a : b and a > b ? a : b (hd.hpp's minLane, maxLane).
+GIZML_VEC f32x16 minLane(f32x16 a, f32x16 b) { return (f32x16)_mm512_min_ps((__m512)a, (__m512)b); }
+GIZML_VEC f32x16 maxLane(f32x16 a, f32x16 b) { return (f32x16)_mm512_max_ps((__m512)a, (__m512)b); }
 /// base, base + 1, ..., base + 15.
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return base + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -198,6 +201,13 @@ GIZML_VEC f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
     for (int l = 0; l < 8; ++l) r[s][l] = fmaf(a.h[s][l], b.h[s][l], c.h[s][l]);
   return f32x16(r[0], r[1]);
 #endif
+}
+/// Each lane's a < b ? a : b and a > b ? a : b (hd.hpp's minLane, maxLane).
+GIZML_VEC f32x16 minLane(f32x16 a, f32x16 b) {
+  return f32x16((f32x8)_mm256_min_ps((__m256)a.h[0], (__m256)b.h[0]), (f32x8)_mm256_min_ps((__m256)a.h[1], (__m256)b.h[1]));
+}
+GIZML_VEC f32x16 maxLane(f32x16 a, f32x16 b) {
+  return f32x16((f32x8)_mm256_max_ps((__m256)a.h[0], (__m256)b.h[0]), (f32x8)_mm256_max_ps((__m256)a.h[1], (__m256)b.h[1]));
 }
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return u32x16(base + u32x8{0, 1, 2, 3, 4, 5, 6, 7}, base + u32x8{8, 9, 10, 11, 12, 13, 14, 15});

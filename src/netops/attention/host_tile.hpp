@@ -167,7 +167,7 @@ inline float blockMax(f32x16 s, std::int64_t count) {
                            exact::splat(-std::numeric_limits<float>::infinity()));
   for (int h = 8; h >= 1; h /= 2) {
     const f32x16 other = exact::permuteLanes(m, exact::laneIndex() ^ h);
-    m = exact::select(other > m, other, m);
+    m = exact::maxLane(other, m);  // other > m ? other : m
   }
   return m[0];
 }

@@ -30,7 +30,7 @@ template <class F>
 GIZML_HD F int8Code(F y, float s, float lo, float hi) {
   const F v = y / s;
   const F lo16 = exact::broadcast<F>(lo), hi16 = exact::broadcast<F>(hi);
-  const F c = exact::select(v < lo16, lo16, exact::select(v > hi16, hi16, v));  // NaN passes
+  const F c = exact::maxLane(lo16, exact::minLane(hi16, v));  // v > hi ? hi : v, then < lo ? lo : that; NaN passes
   const F r = (c + 12582912.0f) - 12582912.0f;
   return exact::select(exact::isNan(v), F{}, r);
 }
