@@ -119,9 +119,10 @@ gtest_console() {
        /^\[  SKIPPED \] [^0-9]/ {next}
        {print}'
 }
-# The tests that failed in a program's output, one a line.
+# The tests that failed in a program's output, one a line, in the order they ran (the first may have
+# left a sticky CUDA error that failed the others).
 gtest_failed() {
-  sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\).*/\1/p' "$1" | sort -u
+  sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\).*/\1/p' "$1" | awk '!seen[$0]++'
 }
 # The test a program was running when it died or was stopped (empty if none).
 gtest_unfinished() {
@@ -206,8 +207,9 @@ gtest_unfinished() {
         if grep -q "GIZML_REQUIRE_GPU=1 but" "$out"; then
           echo "--- no GPU: not rerun"
         else
-          # The first 20 (a systematic failure, 600 registry cases, needs no 600 reruns to be named).
-          failed=$( (gtest_failed "$out"; [ -n "$unfinished" ] && echo "$unfinished") | sort -u | head -20 | paste -sd:)
+          # The first 20 (a systematic failure, 600 registry cases, needs no 600 reruns to be named);
+          # a test that crashed the program first.
+          failed=$( ([ -n "$unfinished" ] && echo "$unfinished"; gtest_failed "$out") | awk '!seen[$0]++' | head -20 | paste -sd:)
           [ -n "$failed" ] && { rerun+=("$t"); rerun_filter+=("$failed"); }
         fi
       fi
