@@ -65,7 +65,11 @@ step_begin() {
   step_name="$1" step_result=passed step_start=$(date +%s)
   [ "$left" -lt "$limit" ] && limit=$left
   echo
-  if [ "$limit" -le 0 ]; then
+  if [ "$2" -le 0 ]; then  # e.g. GPU_CHECK_BENCH_LIMIT=0 where there is no GPU to time
+    echo "=== $step_name: SKIPPED, its limit is 0"
+    step_result="SKIPPED (limit 0)"
+    return 1
+  elif [ "$limit" -le 0 ]; then
     echo "=== $step_name: SKIPPED, no time left of the total $TOTAL_LIMIT s"
     step_result="SKIPPED (no time left)"
     return 1
