@@ -238,6 +238,10 @@ void print(const char* what, const Run& r, const Config& c) {
 int main(int argc, char** argv) {
   Config c;
   bool check = false, gpu = false;
+  // A GPU required (--require-gpu, or GIZML_REQUIRE_GPU=1 as for the tests and gizml-check): without
+  // one, fail at once, before the host runs, instead of comparing the host with itself and passing.
+  const char* requireEnv = std::getenv("GIZML_REQUIRE_GPU");
+  bool requireGpu = requireEnv && std::strcmp(requireEnv, "1") == 0;
   int threadCount = 0;
   std::string idsFile;
   for (int i = 1; i < argc; ++i) {
@@ -251,6 +255,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--check") check = true;
     else if (a == "--gpu") gpu = true;
+    else if (a == "--require-gpu") requireGpu = true;
     else if (a == "--threads") threadCount = static_cast<int>(value());
     else if (a == "--layers") c.layers = value();
     else if (a == "--prompt") c.prompt = value();
@@ -259,8 +264,9 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: gizml-decode [--threads N] [--layers L] [--prompt P] [--generate G] [--gpu] [--check]\n"
-                   "                    [--ids-file F]\n"
+                   "                    [--require-gpu] [--ids-file F]\n"
                    "  --check: also run with 1 thread (and on GPU 0 where there is one) and compare the ids\n"
+                   "  --require-gpu (or GIZML_REQUIRE_GPU=1): fail when there is no GPU\n"
                    "  --ids-file: write the greedy and sampled ids to F (to compare builds and machines)\n");
       return 2;
     }
@@ -271,6 +277,10 @@ int main(int argc, char** argv) {
   }
   try {
     if (threadCount > 0) setThreads(threadCount);
+    if ((gpu || requireGpu) && gpuCount() == 0) {
+      std::fprintf(stderr, "gizml-decode: FAILED: no GPU: %s\n", noGpuReason().c_str());
+      return 1;
+    }
     std::printf("gizml-decode: %lld layers, %lld heads of %lld, ffn %lld, vocab %lld; prompt %lld, %lld new tokens\n",
                 static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.head),
                 static_cast<long long>(c.ffn), static_cast<long long>(c.vocab), static_cast<long long>(c.prompt),
