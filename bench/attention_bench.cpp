@@ -68,7 +68,7 @@ void BM_AttentionBaseline_sgemm(benchmark::State& state) {
     }
   });
 }
-BENCHMARK(BM_AttentionBaseline_sgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_AttentionBaseline_sgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 void BM_Attention(benchmark::State& state) {
@@ -83,7 +83,7 @@ void BM_Attention(benchmark::State& state) {
   });
   if (gSgemmRate > 0 && d.isHost()) state.counters["x_sgemm"] = rate / gSgemmRate;
 }
-BENCHMARK(BM_Attention)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Attention)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A decoder's step: one query a head over a KV cache (32 heads, tk = 4096, d = e = 128): the keys
 // and values are read once, so its bytes/s is read against a copy of as many floats.
@@ -100,8 +100,8 @@ void BM_AttentionDecode(benchmark::State& state) {
   });
   state.SetBytesProcessed(static_cast<std::int64_t>(2 * kHeads * kCache * kHead * 4) * state.iterations());
 }
-BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kHeads * kCache, kHead})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_AttentionDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kHeads * kCache, kHead})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_AttentionDecode)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // attentionRows' fast path on a video diffusion transformer's shape: qkv [8192, 3 x 24 x 128] BF16,
 // not causal, one group; 4 head FLOPs a (query, key) pair, as above.
@@ -180,14 +180,14 @@ void BM_Neighborhood3dFast(benchmark::State& state) {
 // Registered only when the benchmarks run on a GPU (GIZML_BENCH_DEVICE=cuda).
 const bool kFastRegistered = [] {
   if (gizml::bench::benchDevice().isHost()) return false;
-  benchmark::RegisterBenchmark("BM_AttentionRowsFast", BM_AttentionRowsFast)->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark("BM_AttentionRowsQuantized", BM_AttentionRowsQuantized)
+  benchmark::RegisterBenchmark("BM_AttentionRowsFast", gizml::bench::guarded<BM_AttentionRowsFast>)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_AttentionRowsQuantized", gizml::bench::guarded<BM_AttentionRowsQuantized>)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("BM_CrossAttentionRowsFast", BM_CrossAttentionRowsFast)
+  benchmark::RegisterBenchmark("BM_CrossAttentionRowsFast", gizml::bench::guarded<BM_CrossAttentionRowsFast>)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("BM_Neighborhood3dFast", BM_Neighborhood3dFast)
+  benchmark::RegisterBenchmark("BM_Neighborhood3dFast", gizml::bench::guarded<BM_Neighborhood3dFast>)
       ->ArgName("grid")
       ->Arg(0)
       ->Arg(1)

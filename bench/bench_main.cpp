@@ -14,6 +14,7 @@ class CopyRatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
+      if (r.error_occurred) failed_.push_back(r.benchmark_name() + ": " + r.error_message);
       auto it = r.counters.find("bytes_per_second");
       if (it == r.counters.end() || r.error_occurred) continue;
       const std::string name = r.benchmark_name();
@@ -30,7 +31,12 @@ class CopyRatioReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::Finalize();
     std::printf("\nbytes/s as a share of the copy measured before it in this run:\n");
     for (const auto& l : lines_) std::printf("  %-58s %6.1f%%  of %s\n", l.name.c_str(), 100 * l.ratio, l.copy.c_str());
+    if (!failed_.empty()) {
+      std::printf("\n%zu benchmarks FAILED:\n", failed_.size());
+      for (const auto& f : failed_) std::printf("  %s\n", f.c_str());
+    }
   }
+  bool anyFailed() const { return !failed_.empty(); }
 
  private:
   struct Line {
@@ -41,6 +47,7 @@ class CopyRatioReporter : public benchmark::ConsoleReporter {
   std::string copyName_;
   double copyRate_ = 0;
   std::vector<Line> lines_;
+  std::vector<std::string> failed_;  // name: error (bench_support.hpp's guardedRun), each repetition
 };
 
 }  // namespace
@@ -51,5 +58,5 @@ int main(int argc, char** argv) {
   CopyRatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  return 0;
+  return reporter.anyFailed() ? 1 : 0;  // a failed benchmark fails the run (gpu-check's bench step)
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "gizml/gizml.hpp"
@@ -21,6 +22,25 @@ inline Device benchDevice() {
 /// Waits for the device's queued work (a no-op on the host), so a timing covers the op.
 inline void finish(const Device& d) {
   if (d.isCuda()) Gpu::open(d.index).synchronize();
+}
+
+/// Runs a benchmark's body with its exception (a gizml::Error: no GPU, a failed launch) made that
+/// benchmark's error line, so that one failing op does not end the run and lose the others.
+template <class Body>
+void guardedRun(benchmark::State& state, Body body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+template <void (*Fn)(benchmark::State&)>
+void guarded(benchmark::State& state) {
+  guardedRun(state, [&] { Fn(state); });
+}
+template <class Fn, class... Args>
+void guardedCall(benchmark::State& state, Fn fn, Args... args) {
+  guardedRun(state, [&] { fn(state, args...); });
 }
 
 /// A copy of rows x cols floats from one buffer to another (reads and writes the bytes once each),
@@ -48,3 +68,10 @@ inline void BM_Copy(benchmark::State& state) {
 }
 
 }  // namespace gizml::bench
+
+// BENCHMARK and BENCHMARK_CAPTURE with the body guarded (guardedRun), under the function's own name.
+// (BENCHMARK_CAPTURE pastes its function's name into an identifier: it takes guardedCall unqualified.)
+#define GIZML_BENCHMARK(fn) BENCHMARK(::gizml::bench::guarded<fn>)->Name(#fn)
+#define GIZML_BENCHMARK_CAPTURE(fn, name, ...) \
+  BENCHMARK_CAPTURE(guardedCall, name, fn, __VA_ARGS__)->Name(#fn "/" #name)
+using gizml::bench::guardedCall;

@@ -37,6 +37,6 @@ void convShapes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_Gemm)->Apply(gemmShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Affine)->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LazyConv)->Apply(convShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Gemm)->Apply(gemmShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Affine)->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_LazyConv)->Apply(convShapes)->Unit(benchmark::kMillisecond)->UseRealTime();

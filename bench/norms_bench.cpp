@@ -104,10 +104,10 @@ void BM_RowNormRope(benchmark::State& state) {  // BF16 rows of 3072, heads of 1
 
 }  // namespace
 
-BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kRows, kWidth})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ModulatedNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ModulatedInt8Rows)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_GroupNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_RowNormRope)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kRows, kWidth})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_ModulatedNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_ModulatedInt8Rows)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_GroupNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_RowNormRope)->Unit(benchmark::kMillisecond)->UseRealTime();

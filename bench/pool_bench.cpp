@@ -55,9 +55,9 @@ void BM_Pool2dGrad(benchmark::State& state, bool average) {
 
 // A ResNet-like activation: [32, 64, 112, 112], 2x2 / 2 and 3x3 / 2 windows.
 // The copy of the images' bytes ([32 64, 112 112] floats) the pooling runs are read against.
-BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({32 * 64, 112 * 112})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pool2d, max, false)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pool2d, average, true)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pool2d, max, false)->Args({32, 64, 112, 112, 3, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pool2dGrad, max, false)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Pool2dGrad, average, true)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({32 * 64, 112 * 112})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK_CAPTURE(BM_Pool2d, max, false)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK_CAPTURE(BM_Pool2d, average, true)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK_CAPTURE(BM_Pool2d, max, false)->Args({32, 64, 112, 112, 3, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK_CAPTURE(BM_Pool2dGrad, max, false)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK_CAPTURE(BM_Pool2dGrad, average, true)->Args({32, 64, 112, 112, 2, 2})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -46,6 +46,6 @@ void BM_HadamardRows(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Int8Rows)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Int8RowsBF16)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Int8Rows)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Int8RowsBF16)->Args({8192, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -124,11 +124,11 @@ void BM_ExpPass(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LayerNorm)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LayerNormGrad)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Dropout)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ExpPass)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_CrossEntropyRows)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_CrossEntropyGrad)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_LayerNorm)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_LayerNormGrad)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Dropout)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_ExpPass)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_CrossEntropyRows)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_CrossEntropyGrad)->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -85,9 +85,9 @@ void BM_SiluMulRotatedInto(benchmark::State& state) {  // 2 parts of [64, 2 x 11
 
 }  // namespace
 
-BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({64, 152064})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_ArgmaxInto)->Args({64, 152064})->Args({1, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_CandidatesInto)->Args({64, 152064})->Args({1, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_SplitSumInto)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_NormRotateInto)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_SiluMulRotatedInto)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({64, 152064})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_ArgmaxInto)->Args({64, 152064})->Args({1, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_CandidatesInto)->Args({64, 152064})->Args({1, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_SplitSumInto)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_NormRotateInto)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_SiluMulRotatedInto)->Unit(benchmark::kMillisecond)->UseRealTime();
