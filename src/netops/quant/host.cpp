@@ -36,42 +36,87 @@ GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& 
     Int8Rows::storeCodes(row, a, at0 + i, int8Code(exact::loadAll16(p.held + i), p.s, a.lo, a.hi));
 }
 
+/// The Hadamard transform of the 256-block at element b of a row on the host, through `h` (256
+/// floats in L1) rather than in 16 vectors, which AVX2's two-register f32x16 would spill as 8-byte
+/// pieces. group(at, u) gives the 4 input vectors at element `at` (the block's vectors 4 g ..
+/// 4 g + 3); they take strides 1, 4 and 16 (hadamardGroup) and are kept in h; between(g) runs after
+/// group g. Then stride 64 across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast), handed
+/// to done(j, u) final. The same formulas and order as hadamard256, so the same bits.
+template <class Group, class Between, class Done>
+GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::int64_t b, Group group, Between between,
+                                    Done done) {
+  for (int g = 0; g < 4; ++g) {
+    f32x16 u[4];
+    group(b + 64 * g, u);
+    exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
+    for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
+    between(g);
+  }
+  for (int j = 0; j < 4; ++j) {
+    f32x16 u[4];
+    for (int m = 0; m < 4; ++m) u[m] = exact::loadAll16(h + 16 * (j + 4 * m));
+    exact::hadamardLast(u[0], u[1], u[2], u[3]);
+    done(j, u);
+  }
+}
+
+/// group(at, u) for hadamardBlockHeld: x's 4 vectors at element at (F32 or BF16, widened).
+template <class X>
+GIZML_INLINE auto loadGroupOf(const X* x) {
+  return [x](std::int64_t at, f32x16(&u)[4]) {
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (sizeof(X) == 2) u[k] = exact::loadBF16x16(x + at + 16 * k);
+      else u[k] = exact::loadAll16(x + at + 16 * k);
+    }
+  };
+}
+
+/// hadamardRows on the host: each row's blocks through a thread's 1 KiB (hadamardBlockHeld), y
+/// streamed past the caches where it is 64-byte aligned (nothing reads it back soon), as
+/// int8Rows' codes. OpenMP splits the rows, never a row.
+template <class X>
+void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
+  const bool stream = exact::aligned64(a.y);
+#pragma omp parallel
+  {
+    alignas(64) float held[exact::kHadamardBlock];
+    const exact::HostRow row{a.n, stream};
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      for (std::int64_t b = r * a.n; b < (r + 1) * a.n; b += exact::kHadamardBlock) {
+        hadamardBlockHeld(row, held, b, loadGroupOf(x), [](int) {}, [&](int j, const f32x16(&u)[4]) {
+          for (int m = 0; m < 4; ++m) {
+            float* out = a.y + b + 16 * (j + 4 * m);
+            if (stream) exact::streamStore16(out, u[m]);
+            else exact::storeAll16(out, u[m]);
+          }
+        });
+      }
+    }
+    if (stream) exact::streamFence();
+  }
+}
+
 /// Walk 1 of Int8Rows::row on the host for a row of n values (a multiple of 256), returning its
-/// scale. The block's values stay in `held` (the row's n floats, a thread's buffer in L1) between
-/// the transform's pieces, not in 16 vectors that AVX2's two-register f32x16 would spill as 8-byte
-/// pieces. Per block: group(at, u) gives the 4 input vectors at element `at` (the block's vectors
-/// 4 g .. 4 g + 3), which take strides 1, 4 and 16 (hadamardGroup) and are kept; then stride 64
-/// across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast) gives y, its |y| into the
-/// maximum, and y kept. After each group, 64 codes of the `codes` row (the thread's previous
-/// one): its divisions run beside this row's additions. The same formulas and order as the row
-/// function, so the same bits.
+/// scale. Each block goes through hadamardBlockHeld with `held` (the row's n floats, a thread's
+/// buffer in L1) as its h, so y stays there for the codes' walk; each final vector's |y| goes into
+/// the maximum. After each group, 64 codes of the `codes` row (the thread's previous one): its
+/// divisions run beside this row's additions. The same formulas and order as the row function,
+/// so the same bits.
 template <class Group>
 GIZML_INLINE float int8Walk(const exact::HostRow& row, const Int8Rows::Args& a, float* held, const Pending& codes,
                             Group group) {
-  const std::int64_t n = a.n;
   f32x16 best0{}, best1{};  // the maximum is order-free (|y| has no -0; NaN never enters)
-  for (std::int64_t b = 0; b < n; b += exact::kHadamardBlock) {
-    float* h = held + b;
-    for (int g = 0; g < 4; ++g) {
-      f32x16 u[4];
-      group(b + 64 * g, u);
-      exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
-      for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
-      pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1));
-    }
-    for (int j = 0; j < 4; ++j) {
-      f32x16 u0 = exact::loadAll16(h + 16 * j), u1 = exact::loadAll16(h + 16 * (j + 4)),
-             u2 = exact::loadAll16(h + 16 * (j + 8)), u3 = exact::loadAll16(h + 16 * (j + 12));
-      exact::hadamardLast(u0, u1, u2, u3);
-      best0 = exact::maxIgnoringNaN(exact::absLane(u0), best0);
-      best1 = exact::maxIgnoringNaN(exact::absLane(u1), best1);
-      best0 = exact::maxIgnoringNaN(exact::absLane(u2), best0);
-      best1 = exact::maxIgnoringNaN(exact::absLane(u3), best1);
-      exact::storeAll16(h + 16 * j, u0);
-      exact::storeAll16(h + 16 * (j + 4), u1);
-      exact::storeAll16(h + 16 * (j + 8), u2);
-      exact::storeAll16(h + 16 * (j + 12), u3);
-    }
+  for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
+    hadamardBlockHeld(
+        row, held + b, b, group, [&](int g) { pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1)); },
+        [&](int j, const f32x16(&u)[4]) {
+          best0 = exact::maxIgnoringNaN(exact::absLane(u[0]), best0);
+          best1 = exact::maxIgnoringNaN(exact::absLane(u[1]), best1);
+          best0 = exact::maxIgnoringNaN(exact::absLane(u[2]), best0);
+          best1 = exact::maxIgnoringNaN(exact::absLane(u[3]), best1);
+          for (int m = 0; m < 4; ++m) exact::storeAll16(held + b + 16 * (j + 4 * m), u[m]);
+        });
   }
   return int8Scale(exact::laneMax(row, exact::maxIgnoringNaN(best1, best0)), a.maxCode);
 }
@@ -105,16 +150,8 @@ struct Int8RowsHost {
   using Args = Int8Rows::Args;
   static const Args& codes(const Args& a) { return a; }
   static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending) {
-    if (a.xBF16) {
-      const std::uint16_t* x = static_cast<const std::uint16_t*>(a.x) + r * a.n;
-      return int8Walk(row, a, held, pending, [&](std::int64_t at, f32x16(&u)[4]) {
-        for (int k = 0; k < 4; ++k) u[k] = exact::loadBF16x16(x + at + 16 * k);
-      });
-    }
-    const float* x = static_cast<const float*>(a.x) + r * a.n;
-    return int8Walk(row, a, held, pending, [&](std::int64_t at, f32x16(&u)[4]) {
-      for (int k = 0; k < 4; ++k) u[k] = exact::loadAll16(x + at + 16 * k);
-    });
+    if (a.xBF16) return int8Walk(row, a, held, pending, loadGroupOf(static_cast<const std::uint16_t*>(a.x) + r * a.n));
+    return int8Walk(row, a, held, pending, loadGroupOf(static_cast<const float*>(a.x) + r * a.n));
   }
 };
 
@@ -176,7 +213,10 @@ struct ModulatedInt8RowsHost {
 
 }  // namespace
 
-void HadamardRows::host(const Args& a) { exact::hostRows<HadamardRows>(a); }
+void HadamardRows::host(const Args& a) {
+  if (a.xBF16) hadamardRowsHost(a, static_cast<const std::uint16_t*>(a.x));
+  else hadamardRowsHost(a, static_cast<const float*>(a.x));
+}
 // The host keeps each row's transformed values for the codes' walk (hostRowsPipelined), and streams
 // F32 codes past the caches.
 void Int8Rows::host(const Args& a) {
