@@ -8,9 +8,13 @@
 
 #if defined(__CUDACC__)
 #define GIZML_HD __host__ __device__ __forceinline__
+#define GIZML_HD_LAMBDA
 #else
 // Always inlined: the host's 16-lane values stay in registers only inside one function.
 #define GIZML_HD inline __attribute__((always_inline))
+// The same for a lambda that a row function hands to its row's loop (`[&](const auto& at)
+// GIZML_HD_LAMBDA { ... }`): GCC may keep a large body out of line, a call every 16 values.
+#define GIZML_HD_LAMBDA __attribute__((always_inline))
 #endif
 
 namespace gizml::exact {

@@ -91,22 +91,15 @@ struct Attention {
 
 /// HeadPrep of one head of q or k (a unit): r = rsqrt(dot16(v, v) / head + eps) (exact::rmsScale,
 /// the shared row reduction), v = (v * r) * w; then for e < half the pair (v[e], v[e + half])
-/// turned by the row's cos[e], sin[e] (norms::rotatePair); values from 2 half on are only
+/// turned by the row's cos[e], sin[e] (norms::normRotateHalves); values from 2 half on are only
 /// normalised. Every value is read before its unit is written; T is float, or std::uint16_t for
 /// BF16 rows (rounded once as they are stored).
 template <class Row, class T>
 GIZML_HD void prepUnit(const Row& row, T* v, const float* w, const float* cos, const float* sin, std::int64_t half,
                        float eps) {
   const float r = exact::rmsScale(row, v, eps);
-  row.ofLength(half).forEach([&](const auto& at) {
-    const auto p = rows::rmsNormValue(at.load(v), r, at.load(w));
-    const auto q = rows::rmsNormValue(at.load(v + half), r, at.load(w + half));
-    auto first = p, second = q;
-    norms::rotatePair(p, q, at.load(cos), at.load(sin), first, second);
-    at.store(v, first);
-    at.store(v + half, second);
-  });
-  row.ofLength(row.n - 2 * half).forEach([&](const auto& at) {
+  norms::normRotateHalves(row.ofLength(half), v, r, w, cos, sin);
+  row.ofLength(row.n - 2 * half).forEach([&](const auto& at) GIZML_HD_LAMBDA {
     at.store(v + 2 * half, rows::rmsNormValue(at.load(v + 2 * half), r, at.load(w + 2 * half)));
   });
 }

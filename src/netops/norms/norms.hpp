@@ -97,6 +97,23 @@ GIZML_HD void rotatePair(F p, F q, F cos, F sin, F& first, F& second) {
   second = exact::fmaLane(q, cos, p * sin);
 }
 
+/// For e < half (`halves`: a row of that length), the pair (v[e], v[e + half]) each normalised
+/// (rmsNormValue with `scale` and its w) and turned by (cos[e], sin[e]) (rotatePair), stored back in
+/// v's type: rowNormRopeInto's head and HeadPrep's unit.
+template <class Row, class T>
+GIZML_HD void normRotateHalves(const Row& halves, T* v, float scale, const float* w, const float* cos,
+                               const float* sin) {
+  const std::int64_t half = halves.n;
+  halves.forEach([&](const auto& at) GIZML_HD_LAMBDA {
+    const auto p = rows::rmsNormValue(at.load(v), scale, at.load(w));
+    const auto q = rows::rmsNormValue(at.load(v + half), scale, at.load(w + half));
+    auto first = p, second = q;
+    rotatePair(p, q, at.load(cos), at.load(sin), first, second);
+    at.store(v, first);
+    at.store(v + half, second);
+  });
+}
+
 // ---- the ops' kernels ----------------------------------------------------------------------------------
 
 /// The row statistics of modulatedNorm: centered, layerNorm's (mean, rstd); else (0, rmsScale).
@@ -209,16 +226,8 @@ struct RowNormRope {
     const std::int64_t half = a.head / 2;
     const Row halves = row.ofLength(half);
     for (std::int64_t h = 0; h < a.n / a.head; ++h) {
-      std::uint16_t *first = v + h * a.head, *second = first + half;
-      const float *w = a.w + h * a.head, *cos = a.cos + r * (a.n / 2) + h * half, *sin = a.sin + r * (a.n / 2) + h * half;
-      halves.forEach([&](const auto& at) {
-        const auto p = rows::rmsNormValue(at.load(first), scale, at.load(w));
-        const auto q = rows::rmsNormValue(at.load(second), scale, at.load(w + half));
-        auto outFirst = p, outSecond = q;
-        rotatePair(p, q, at.load(cos), at.load(sin), outFirst, outSecond);
-        at.store(first, outFirst);
-        at.store(second, outSecond);
-      });
+      const std::int64_t cs = r * (a.n / 2) + h * half;
+      normRotateHalves(halves, v + h * a.head, scale, a.w + h * a.head, a.cos + cs, a.sin + cs);
     }
   }
   static void host(const Args& a);

@@ -206,7 +206,7 @@ struct SiluMulRotatedInto {
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     float* y = a.y + r * a.n;
     if (!a.d) {
-      row.forEachWide([&](const auto& at) { at.store(y, value(a, r, at)); });  // SiLU's long chain: two at once
+      row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { at.store(y, value(a, r, at)); });  // SiLU's long chain: two at once
       return;
     }
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
