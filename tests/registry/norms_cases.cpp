@@ -98,7 +98,10 @@ struct PixelShape {
   std::uint32_t seed() const { return static_cast<std::uint32_t>((frames * 100 + c) * 10000 + pixels); }
 };
 const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2, 3, 17},    {1, 16, 33},
-                                   {3, 5, 255},  {2, 64, 300}, {9, 2, 40},   {3, 7, 1100}, {4, 128, 1024, true}};
+                                   {3, 5, 255},  {2, 64, 300}, {9, 2, 40},   {3, 7, 1100}, {4, 128, 1024, true},
+                                   // The host's runs of 2048 pixels: a long and a short run a frame,
+                                   // each thread's next run longer or shorter than its last.
+                                   {3, 3, 2100}};
 
 /// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
 Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {
