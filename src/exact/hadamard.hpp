@@ -154,7 +154,7 @@ GIZML_HD void hadamardLast(F& u0, F& u1, F& u2, F& u3) {
 
 /// The regular Hadamard transform of one 256-block held as v (see the top of this file), in
 /// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order for every value (the host's
-/// int8Rows runs the same two pieces with the block in its row buffer between them).
+/// hadamardRows and int8Rows run the same two pieces with the block in a buffer between them).
 template <class Row, class F>
 GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
   for (int b = 0; b < 16; b += 4) hadamardGroup(row, v[b], v[b + 1], v[b + 2], v[b + 3]);

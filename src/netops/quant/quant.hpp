@@ -50,7 +50,8 @@ struct BlockRows {
   }
 };
 
-/// y = the regular Hadamard transform of each 256 values of each row of x.
+/// y = the regular Hadamard transform of each 256 values of each row of x. (The host runs the same
+/// stages in its own loop: host.cpp's hadamardRowsHost, each block through a thread's buffer.)
 struct HadamardRows {
   static constexpr const char* kName = "gizml::netops::hadamardRows";
   struct Args : BlockRows {
