@@ -113,6 +113,15 @@ TEST(ExactMath, ExpSpecialValues) {
   EXPECT_GT(exp(-103.0f), 0.0f) << "the subnormal range is kept";
   EXPECT_LT(exp(-103.0f), 0x1p-126f);
   EXPECT_TRUE(sameBits(exp(-103.27893f), 0x1p-149f)) << "the smallest subnormal";
+  // A NaN of any sign and payload, quiet or signalling, runs through every step (its integer
+  // steps see garbage bits) and comes out NaN, in the scalar and in every lane.
+  for (std::uint32_t bits : {0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0xffffffffu, 0x7f800001u, 0xff800001u}) {
+    SCOPED_TRACE(bits);
+    const float nan = fromBits(bits);
+    EXPECT_TRUE(std::isnan(exp(nan)));
+    const f32x16 lanes = gizml::exact::expLanes(gizml::exact::f32x16{} + nan);
+    for (int l = 0; l < 16; ++l) EXPECT_TRUE(std::isnan(lanes[l]));
+  }
 }
 
 TEST(ExactMath, LogSpecialValues) {

@@ -21,8 +21,10 @@ GIZML_HD F expLanes(F x) {
   using U = typename LaneTypes<F>::U;
   using I = typename LaneTypes<F>::I;
   // Past these the result is inf or 0 anyway; clamping keeps the integer steps in range. The
-  // clamp is x > 89 ? 89 : x, then < -104 ? -104 : that, each one min/max instruction (NaN passes
-  // both and is restored at the end).
+  // clamp is x > 89 ? 89 : x, then < -104 ? -104 : that, each one min/max instruction. NaN passes
+  // both and every step after: each float result below is then that NaN, quieted (x + x on the
+  // host; the canonical NaN on a GPU), whatever the integer steps make of its bits, since the
+  // scale factors they build are never NaN.
   const F xc = maxLane(F{} - 104.0f, minLane(F{} + 89.0f, x));
   // n = rint(x / ln 2) by the 1.5 * 2^23 trick: t's low mantissa bits hold n exactly.
   const float magic = 12582912.0f;
@@ -46,8 +48,7 @@ GIZML_HD F expLanes(F x) {
   I n2 = n - n1;
   F s1 = fromBits((U)(n1 + 127) << 23);
   F s2 = fromBits((U)(n2 + 127) << 23);
-  F result = (y * s1) * s2;
-  return select(isNan(x), x + x, result);
+  return (y * s1) * s2;
 }
 
 /// Natural logarithm. log(+0) = log(-0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, log(NaN) = NaN.
