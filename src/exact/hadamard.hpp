@@ -51,28 +51,27 @@ GIZML_HD F maxIgnoringNaN(F a, F best) {
 
 #if !defined(__CUDACC__)
 
-/// A lane sign +1 or -1 (hadamardSum's s_e) held as the bit it flips: s_e * u_e is u_e or -u_e
-/// exactly, so one xor does the multiplication's work on any port (only a NaN's sign bit may
-/// differ from the product's; results compare every NaN alike, tests/support/bits.cpp).
-struct LaneSigns {
-  u32x16 flip;
-};
-inline __attribute__((always_inline)) f32x16 operator*(LaneSigns s, f32x16 u) { return fromBits(toBits(u) ^ s.flip); }
+/// The f32x16 whose lanes in slot d of their group of four (stride 1 or 4) hold s_d.
+template <int Stride>
+inline __attribute__((always_inline)) f32x16 perSlot(float s0, float s1, float s2, float s3) {
+  const i32x16 d = (laneIndex() >> (Stride == 1 ? 0 : 2)) & 3;
+  return select(d == 0, splat(s0), select(d == 1, splat(s1), select(d == 2, splat(s2), splat(s3))));
+}
 
-/// A stage of stride 1 or 4 (within a vector) on one vector: lane l is output l of its group.
-/// u_e (lane base + e Stride) is, for every lane at once, element e of the lane's group of four
-/// (stride 1) or group of four e (stride 4): one in-register broadcast each, no general permute.
+/// A stage of stride 1 or 4 (within a vector) on one vector: lane l becomes output d of its group
+/// of four (d its slot). Output d is hadamardSum's ((s0 u0 + s1 u1) + s2 u2) + s3 u3 with H4's
+/// row d, taken as three fmas by a constant +1 or -1 a lane: fma(u, -1, a) is a - u rounded once
+/// (the product is exact), the same bits as the subtraction, so no sign flips are needed. The
+/// first step is u0 + u1 for outputs 0 and 1, u0 - u1 for output 2 and -u0 + u1 = u1 - u0 for
+/// output 3: slots (u0, u0, u0, u1) plus (+1, +1, -1, -1) times slots (u1, u1, u1, u0).
 template <int Stride>
 inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x16 v) {
   static_assert(Stride == 1 || Stride == 4);
-  constexpr int kShift = Stride == 1 ? 0 : 2;
-  const i32x16 d = (laneIndex() >> kShift) & 3;
-  const auto sign = [&](int e) { return LaneSigns{select(d == 3 - e, toBits(splat(-0.0f)), u32x16{})}; };
-  if constexpr (Stride == 1)
-    return hadamardSum(laneOfQuad<0>(v), laneOfQuad<1>(v), laneOfQuad<2>(v), laneOfQuad<3>(v), sign(0), sign(1),
-                       sign(2), sign(3));
-  else
-    return hadamardSum(quadOf<0>(v), quadOf<1>(v), quadOf<2>(v), quadOf<3>(v), sign(0), sign(1), sign(2), sign(3));
+  f32x16 a = fmaLane(groupPick<Stride, 1, 1, 1, 0>(v), perSlot<Stride>(1.0f, 1.0f, -1.0f, -1.0f),
+                     groupPick<Stride, 0, 0, 0, 1>(v));
+  a = fmaLane(groupPick<Stride, 2, 2, 2, 2>(v), perSlot<Stride>(1.0f, -1.0f, 1.0f, 1.0f), a);
+  a = fmaLane(groupPick<Stride, 3, 3, 3, 3>(v), perSlot<Stride>(-1.0f, 1.0f, 1.0f, 1.0f), a);
+  return 0.5f * a;
 }
 // One vector at a time: a single 1 KiB memcpy would be a library call through the stack.
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {

@@ -10,6 +10,11 @@
 #if defined(__CUDACC__)
 #error "vec16.hpp is host-only"
 #endif
+// Some helpers below keep a portable branch, but others are AVX intrinsics only: say so plainly
+// rather than fail on an intrinsic's target mismatch deep in a template.
+#if !defined(__AVX2__) || !defined(__FMA__)
+#error "gizml's host code needs AVX2 and FMA: build with GIZML_CPU_ARCH=x86-64-v3 (or a newer target, or native)"
+#endif
 
 #include <cstdint>
 #include <cstring>
@@ -331,6 +336,41 @@ GIZML_VEC f32x16 quadOf(f32x16 v) {
   constexpr int o = (E % 2) * 4;
   const f32x8 q = __builtin_shufflevector(v.h[E / 2], v.h[E / 2], o, o + 1, o + 2, o + 3, o, o + 1, o + 2, o + 3);
   return f32x16(q, q);
+#endif
+}
+#if defined(__AVX__) && !defined(__AVX512F__)
+/// Quad Ea of v in the low 128 bits and quad Eb in the high: quad E is the low (E even) or high
+/// 128 bits of half E / 2 (vperm2f128's selector: 0, 1 the first source's low, high; 2, 3 the second's).
+template <int Ea, int Eb>
+GIZML_VEC f32x8 quadPair(f32x16 v) {
+  return (f32x8)_mm256_permute2f128_ps((__m256)v.h[Ea / 2], (__m256)v.h[Eb / 2], (Ea % 2) | (2 + Eb % 2) << 4);
+}
+#endif
+/// Groups of four of stride 1 (lanes 4 g .. 4 g + 3) or 4 (lanes j, j + 4, j + 8, j + 12): slot d
+/// of every group takes slot E_d of its own group (one vpermilps, or one vshuff32x4 / a
+/// vperm2f128 a half, as laneOfQuad and quadOf).
+template <int Stride, int E0, int E1, int E2, int E3>
+GIZML_VEC f32x16 groupPick(f32x16 v) {
+  static_assert((Stride == 1 || Stride == 4) && E0 >= 0 && E0 < 4 && E1 >= 0 && E1 < 4 && E2 >= 0 && E2 < 4 &&
+                E3 >= 0 && E3 < 4);
+  constexpr int kImm = E0 | E1 << 2 | E2 << 4 | E3 << 6;
+#if defined(__AVX512F__)
+  if constexpr (Stride == 1) return (f32x16)_mm512_permute_ps((__m512)v, kImm);
+  else return (f32x16)_mm512_shuffle_f32x4((__m512)v, (__m512)v, kImm);
+#elif defined(__AVX__)
+  if constexpr (Stride == 1) {
+    return f32x16((f32x8)_mm256_permute_ps((__m256)v.h[0], kImm), (f32x8)_mm256_permute_ps((__m256)v.h[1], kImm));
+  } else {
+    return f32x16(quadPair<E0, E1>(v), quadPair<E2, E3>(v));
+  }
+#else
+  constexpr int kSlot[4] = {E0, E1, E2, E3};
+  i32x16 from;
+  for (int l = 0; l < 16; ++l) {
+    const int d = (l / Stride) % 4;
+    from.h[l >> 3][l & 7] = l + (kSlot[d] - d) * Stride;
+  }
+  return permuteLanes(v, from);
 #endif
 }
 
