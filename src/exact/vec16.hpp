@@ -222,11 +222,10 @@ GIZML_VEC f32x16 permuteLanes(f32x16 v, i32x16 from) {
   return f32x16(__builtin_shuffle(v.h[0], v.h[1], from.h[0]), __builtin_shuffle(v.h[0], v.h[1], from.h[1]));
 }
 GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
-  using u16x8 = std::uint16_t __attribute__((vector_size(16)));
-  u16x8 lo, hi;
-  std::memcpy(&lo, p, sizeof lo);
-  std::memcpy(&hi, p + 8, sizeof hi);
-  return fromBits(u32x16(__builtin_convertvector(lo, u32x8), __builtin_convertvector(hi, u32x8)) << 16);
+  // One vpmovzxwd a half (GCC 12 makes two 4-lane ones and an insert of __builtin_convertvector).
+  const __m256i lo = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i hi = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  return fromBits(u32x16((u32x8)lo, (u32x8)hi) << 16);
 }
 GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 #if defined(__AVX2__)
