@@ -29,7 +29,6 @@ GIZML_HD F expLanes(F x) {
   // n = rint(x / ln 2) by the 1.5 * 2^23 trick: t's low mantissa bits hold n exactly.
   const float magic = 12582912.0f;
   F t = xc * 1.44269502f + magic;
-  I n = (I)(toBits(t) - toBits(F{} + magic));
   F fn = t - magic;
   // r = x - n ln2 in two steps; n * LN2_HI is exact (n has 8 bits, LN2_HI 9), each fma rounds once.
   F r = fmaLane(fn, F{} - 0.693359375f, xc);
@@ -42,12 +41,14 @@ GIZML_HD F expLanes(F x) {
   p = fmaLane(p, r, F{} + 1.6666665459e-1f);
   p = fmaLane(p, r, F{} + 5.0000001201e-1f);
   F y = fmaLane(p, r * r, r) + 1.0f;
-  // y * 2^n as y * 2^n1 * 2^n2: both factors are normal floats for n in [-150, 129], the first
-  // product is exact, and the second rounds once (into the subnormals or to inf when it must).
-  I n1 = n >> 1;
-  I n2 = n - n1;
-  F s1 = fromBits((U)(n1 + 127) << 23);
-  F s2 = fromBits((U)(n2 + 127) << 23);
+  // y * 2^n as y * 2^n1 * 2^n2 with n1 = n >> 1 (floor) and n2 = n - n1: both factors are normal
+  // floats for n in [-150, 129], the first product is exact, and the second rounds once (into the
+  // subnormals or to inf when it must). Their biased exponents come from m = n + 254, read off t's
+  // bits in one subtraction: m >> 1 = n1 + 127 and m - (m >> 1) = n2 + 127.
+  const I m = (I)(toBits(t) - (toBits(F{} + magic) - 254u));
+  const I half = m >> 1;
+  F s1 = fromBits((U)half << 23);
+  F s2 = fromBits((U)(m - half) << 23);
   return (y * s1) * s2;
 }
 
