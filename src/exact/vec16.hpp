@@ -251,17 +251,31 @@ GIZML_VEC void interleaveLanes(f32x16 a, f32x16 b, f32x16& lo, f32x16& hi) {
   hi = f32x16(__builtin_shufflevector(a.h[1], b.h[1], 0, 8, 1, 9, 2, 10, 3, 11),
               __builtin_shufflevector(a.h[1], b.h[1], 4, 12, 5, 13, 6, 14, 7, 15));
 }
+/// out[q] lane 4 g + j = w[j] lane 4 q + g: a 4 x 16 transpose (Philox's four words of each of 16
+/// counters, counter by counter). Each 8-lane half: two rounds of unpacks make, in each 128-bit
+/// lane, one counter's four words; vperm2i128 then pairs the counters in order.
 GIZML_VEC void interleaveWords(const u32x16 w[4], u32x16 out[4]) {
-  std::uint32_t words[64];
-  for (int l = 0; l < 16; ++l)
-    for (int j = 0; j < 4; ++j) words[4 * l + j] = w[j][l];
-  std::memcpy(out, words, sizeof words);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i w0 = (__m256i)w[0].h[h], w1 = (__m256i)w[1].h[h], w2 = (__m256i)w[2].h[h], w3 = (__m256i)w[3].h[h];
+    const __m256i t0 = _mm256_unpacklo_epi32(w0, w1), t1 = _mm256_unpackhi_epi32(w0, w1);
+    const __m256i t2 = _mm256_unpacklo_epi32(w2, w3), t3 = _mm256_unpackhi_epi32(w2, w3);
+    // Counters (of this half) 0 and 4 in u0's two 128-bit lanes, 1 and 5 in u1, 2 and 6 in u2, 3 and 7 in u3.
+    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    out[2 * h] = u32x16((u32x8)_mm256_permute2x128_si256(u0, u1, 0x20), (u32x8)_mm256_permute2x128_si256(u2, u3, 0x20));
+    out[2 * h + 1] = u32x16((u32x8)_mm256_permute2x128_si256(u0, u1, 0x31), (u32x8)_mm256_permute2x128_si256(u2, u3, 0x31));
+  }
 }
+/// Each lane's 32x32 -> 64-bit product m * c, split into its high and low words (Philox): vpmuludq
+/// on the even lanes and on the odd lanes shifted down, the halves blended back.
 GIZML_VEC void mulHiLo(std::uint32_t m, u32x16 c, u32x16& hi, u32x16& lo) {
-  lo = c * m;
-  std::uint32_t h[16];
-  for (int l = 0; l < 16; ++l) h[l] = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * c[l]) >> 32);
-  std::memcpy(&hi, h, sizeof h);
+  const __m256i mm = _mm256_set1_epi32(static_cast<int>(m));
+  for (int h = 0; h < 2; ++h) {
+    const __m256i even = _mm256_mul_epu32((__m256i)c.h[h], mm);                        // lanes 0, 2, ...
+    const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64((__m256i)c.h[h], 32), mm);  // lanes 1, 3, ...
+    hi.h[h] = (u32x8)_mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    lo.h[h] = (u32x8)_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  }
 }
 
 #endif  // __AVX512F__
