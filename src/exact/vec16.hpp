@@ -321,37 +321,7 @@ GIZML_VEC void streamFence() {
 }
 GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
-/// Lane l of the result is lane 4 (l / 4) + E of v: element E of each group of four, within
-/// 128 bits (one vpermilps a register).
-template <int E>
-GIZML_VEC f32x16 laneOfQuad(f32x16 v) {
-  static_assert(E >= 0 && E < 4);
-#if defined(__AVX512F__)
-  return (f32x16)_mm512_permute_ps((__m512)v, E * 0x55);
-#elif defined(__AVX__)
-  return f32x16((f32x8)_mm256_permute_ps((__m256)v.h[0], E * 0x55), (f32x8)_mm256_permute_ps((__m256)v.h[1], E * 0x55));
-#else
-  return f32x16(__builtin_shufflevector(v.h[0], v.h[0], E, E, E, E, 4 + E, 4 + E, 4 + E, 4 + E),
-                __builtin_shufflevector(v.h[1], v.h[1], E, E, E, E, 4 + E, 4 + E, 4 + E, 4 + E));
-#endif
-}
-/// Lane l of the result is lane 4 E + l % 4 of v: group of four E in every group's place.
-template <int E>
-GIZML_VEC f32x16 quadOf(f32x16 v) {
-  static_assert(E >= 0 && E < 4);
-#if defined(__AVX512F__)
-  return (f32x16)_mm512_shuffle_f32x4((__m512)v, (__m512)v, E * 0x55);
-#elif defined(__AVX__)
-  const __m256 h = (__m256)v.h[E / 2];
-  const __m256 q = _mm256_permute2f128_ps(h, h, (E % 2) * 0x11);
-  return f32x16((f32x8)q, (f32x8)q);
-#else
-  constexpr int o = (E % 2) * 4;
-  const f32x8 q = __builtin_shufflevector(v.h[E / 2], v.h[E / 2], o, o + 1, o + 2, o + 3, o, o + 1, o + 2, o + 3);
-  return f32x16(q, q);
-#endif
-}
-#if defined(__AVX__) && !defined(__AVX512F__)
+#if !defined(__AVX512F__)
 /// Quad Ea of v in the low 128 bits and quad Eb in the high: quad E is the low (E even) or high
 /// 128 bits of half E / 2 (vperm2f128's selector: 0, 1 the first source's low, high; 2, 3 the second's).
 template <int Ea, int Eb>
@@ -360,8 +330,8 @@ GIZML_VEC f32x8 quadPair(f32x16 v) {
 }
 #endif
 /// Groups of four of stride 1 (lanes 4 g .. 4 g + 3) or 4 (lanes j, j + 4, j + 8, j + 12): slot d
-/// of every group takes slot E_d of its own group (one vpermilps, or one vshuff32x4 / a
-/// vperm2f128 a half, as laneOfQuad and quadOf).
+/// of every group takes slot E_d of its own group (one vpermilps a register for stride 1; for
+/// stride 4 one vshuff32x4, or one vperm2f128 a half).
 template <int Stride, int E0, int E1, int E2, int E3>
 GIZML_VEC f32x16 groupPick(f32x16 v) {
   static_assert((Stride == 1 || Stride == 4) && E0 >= 0 && E0 < 4 && E1 >= 0 && E1 < 4 && E2 >= 0 && E2 < 4 &&
@@ -370,20 +340,10 @@ GIZML_VEC f32x16 groupPick(f32x16 v) {
 #if defined(__AVX512F__)
   if constexpr (Stride == 1) return (f32x16)_mm512_permute_ps((__m512)v, kImm);
   else return (f32x16)_mm512_shuffle_f32x4((__m512)v, (__m512)v, kImm);
-#elif defined(__AVX__)
-  if constexpr (Stride == 1) {
-    return f32x16((f32x8)_mm256_permute_ps((__m256)v.h[0], kImm), (f32x8)_mm256_permute_ps((__m256)v.h[1], kImm));
-  } else {
-    return f32x16(quadPair<E0, E1>(v), quadPair<E2, E3>(v));
-  }
 #else
-  constexpr int kSlot[4] = {E0, E1, E2, E3};
-  i32x16 from;
-  for (int l = 0; l < 16; ++l) {
-    const int d = (l / Stride) % 4;
-    from.h[l >> 3][l & 7] = l + (kSlot[d] - d) * Stride;
-  }
-  return permuteLanes(v, from);
+  if constexpr (Stride == 1)
+    return f32x16((f32x8)_mm256_permute_ps((__m256)v.h[0], kImm), (f32x8)_mm256_permute_ps((__m256)v.h[1], kImm));
+  else return f32x16(quadPair<E0, E1>(v), quadPair<E2, E3>(v));
 #endif
 }
 
