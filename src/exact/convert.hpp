@@ -19,9 +19,9 @@ GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
 template <class F>
 GIZML_HD F roundToBF16Lanes(F x) {
   const auto b = toBits(x);
-  const auto rounded = (b + (0x7fffu + ((b >> 16) & 1u))) & 0xffff0000u;
-  const auto quiet = (b | 0x00400000u) & 0xffff0000u;  // NaN: a quiet NaN, sign and top payload kept
-  return fromBits(select(isNan(x), quiet, rounded));
+  const auto rounded = b + (0x7fffu + ((b >> 16) & 1u));
+  const auto quiet = b | 0x00400000u;  // NaN: a quiet NaN, sign and top payload kept
+  return fromBits(select(isNan(x), quiet, rounded) & 0xffff0000u);  // one mask for either
 }
 
 /// F32 -> F16 (IEEE binary16), round to nearest even with subnormals; overflow goes to inf; NaN
