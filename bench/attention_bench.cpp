@@ -85,6 +85,21 @@ void BM_Attention(benchmark::State& state) {
 }
 GIZML_BENCHMARK(BM_Attention)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same with dropout (rate 0.1, not causal), as in training: each score's mask word is one Philox
+// draw more, so the rate beside BM_Attention/causal:0 is the cost of drawing them.
+void BM_AttentionDropout(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  Tensor q = Tensor::normal(Key{1, 1}, {kItems, kT, kD}, d), k = Tensor::normal(Key{2, 2}, {kItems, kT, kD}, d);
+  Tensor v = Tensor::normal(Key{3, 3}, {kItems, kT, kD}, d);
+  const double rate = timedRate(state, attentionFlops(false), [&] {
+    Tensor out = netops::attention(q, k, v, 0.125, false, 0.1, Key{9, 9});
+    gizml::bench::finish(d);
+    benchmark::DoNotOptimize(out.raw());
+  });
+  if (gSgemmRate > 0 && d.isHost()) state.counters["x_sgemm"] = rate / gSgemmRate;
+}
+GIZML_BENCHMARK(BM_AttentionDropout)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A decoder's step: one query a head over a KV cache (32 heads, tk = 4096, d = e = 128): the keys
 // and values are read once, so its bytes/s is read against a copy of as many floats.
 constexpr std::int64_t kHeads = 32, kCache = 4096, kHead = 128;
