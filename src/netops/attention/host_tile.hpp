@@ -60,6 +60,10 @@ inline void drawWords(std::uint32_t k0, std::uint32_t k1, std::uint64_t w0, std:
     const exact::u32x16 byWord[4] = {c0, c1, c2, c3};
     exact::u32x16 words[4];
     exact::interleaveWords(byWord, words);
+    if (4 * g >= w0 && 4 * g + 64 <= end) {  // the step's 64 words all wanted: stored whole
+      std::memcpy(out + (4 * g - w0), words, sizeof words);
+      continue;
+    }
     std::uint32_t flat[64];
     std::memcpy(flat, words, sizeof flat);
     for (int t = 0; t < 64; ++t) {
