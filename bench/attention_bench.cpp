@@ -85,8 +85,9 @@ void BM_Attention(benchmark::State& state) {
 }
 GIZML_BENCHMARK(BM_Attention)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The same with dropout (rate 0.1, not causal), as in training: each score's mask word is one Philox
-// draw more, so the rate beside BM_Attention/causal:0 is the cost of drawing them.
+// The same with dropout (rate 0.1, not causal), as in training: beside BM_Attention/causal:0, what
+// dropout costs (a Philox word a score, and the value step one query at a time, since a dropped
+// key is skipped for its query alone).
 void BM_AttentionDropout(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
   Tensor q = Tensor::normal(Key{1, 1}, {kItems, kT, kD}, d), k = Tensor::normal(Key{2, 2}, {kItems, kT, kD}, d);
