@@ -326,7 +326,8 @@ GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_
 /// 128 bits of half E / 2 (vperm2f128's selector: 0, 1 the first source's low, high; 2, 3 the second's).
 template <int Ea, int Eb>
 GIZML_VEC f32x8 quadPair(f32x16 v) {
-  return (f32x8)_mm256_permute2f128_ps((__m256)v.h[Ea / 2], (__m256)v.h[Eb / 2], (Ea % 2) | (2 + Eb % 2) << 4);
+  if constexpr (Ea % 2 == 0 && Eb == Ea + 1) return v.h[Ea / 2];  // a half as it is (GCC keeps the vperm2f128)
+  else return (f32x8)_mm256_permute2f128_ps((__m256)v.h[Ea / 2], (__m256)v.h[Eb / 2], (Ea % 2) | (2 + Eb % 2) << 4);
 }
 #endif
 /// Groups of four of stride 1 (lanes 4 g .. 4 g + 3) or 4 (lanes j, j + 4, j + 8, j + 12): slot d
