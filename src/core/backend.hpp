@@ -14,6 +14,9 @@
 
 namespace gizml::detail {
 
+/// Whether the GPUs are the GPU simulator's (a GIZML_CUDA_SIM build, src/sim/): kernels run on the
+/// CPU, slowly, so a test may sample what it would sweep on a GPU.
+bool cudaSimulated();
 /// The GPUs CUDA reports; when it reports an error, 0, with `problem` set to CUDA's own words.
 int cudaDeviceCount(std::string& problem);
 /// Device memory, stream-ordered on the device's default stream (cudaMallocAsync from a pool that

@@ -22,6 +22,14 @@ void cudaCheck(int status, const char* function) {
   throw Error(std::string(function) + ": CUDA error " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
+bool cudaSimulated() {
+#if defined(GIZML_CUDA_SIM)
+  return true;
+#else
+  return false;
+#endif
+}
+
 int cudaDeviceCount(std::string& problem) {
   int n = 0;
   const cudaError_t status = cudaGetDeviceCount(&n);

@@ -16,6 +16,15 @@
 #include "gizml/error.hpp"
 #include "gizml/gpu.hpp"
 
+#if !defined(GIZML_CUDA_SIM)
+/// `GIZML_LAUNCH(grid, block, shared, stream, kernel)(args...)`: kernel<<<grid, block, shared,
+/// stream>>>(args...), written so that the GPU simulator's builds (sim/include/cuda_runtime.h), whose
+/// compiler has no <<< >>>, run the same line.
+#define GIZML_LAUNCH(grid, block, shared, stream, ...) __VA_ARGS__<<<grid, block, shared, stream>>>
+/// A launch's dynamic shared memory as `T* name` (16-byte aligned); the simulator has its own.
+#define GIZML_DYNAMIC_SHARED(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
 namespace gizml::detail {
 
 /// Blocks for `items` work items at `perBlock` a block (at least one).
@@ -48,7 +57,7 @@ ErrorFlag errorFlag(int device, unsigned launch);
 template <class Args>
 void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid, const Args& args) {
   useDevice(g.device.index, function);
-  kernel<<<grid.blocks, grid.threads, 0, streamOf(g)>>>(args);
+  GIZML_LAUNCH(grid.blocks, grid.threads, 0, streamOf(g), kernel)(args);
   afterLaunch(g, function);
 }
 
@@ -59,7 +68,7 @@ void launchChecked(const Gpu& g, const char* function, std::initializer_list<con
                    void (*kernel)(Args, ErrorFlag), Grid grid, const Args& args) {
   useDevice(g.device.index, function);
   const ErrorFlag flag = errorFlag(g.device.index, registerLaunch(function, checked));
-  kernel<<<grid.blocks, grid.threads, 0, streamOf(g)>>>(args, flag);
+  GIZML_LAUNCH(grid.blocks, grid.threads, 0, streamOf(g), kernel)(args, flag);
   afterLaunch(g, function);
 }
 

@@ -60,6 +60,7 @@ void noCuda(const std::string& function) {
 // they exist so that code naming them links, and say why they cannot run.
 namespace gizml::detail {
 int cudaDeviceCount(std::string&) { return 0; }
+bool cudaSimulated() { return false; }
 void* cudaAllocate(int, std::size_t) { noCuda("gizml::Tensor"); }
 void cudaRelease(int, void*) noexcept {}
 void cudaCopy(void*, Device, const void*, Device, std::size_t) { noCuda("gizml::Tensor copy"); }

@@ -58,18 +58,12 @@ __global__ void mmaForTestKernel(const MmaArgs p) {
     loadBytes(static_cast<const std::uint8_t*>(p.a), static_cast<const std::uint8_t*>(p.b), lane, a, b);
     if (p.kind == MmaForTest::S8) {
       std::int32_t acc[4] = {0, 0, 0, 0};
-      asm volatile(
-          "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-          : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      mma::mmaM16N8K32S8(acc, a, b[0], b[1]);
       storeD(p.d, lane, acc);
     } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#if GIZML_HAS_FP8_MMA
       float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      asm volatile(
-          "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-          : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+      mma::mmaM16N8K32E4M3(acc, a, b[0], b[1]);
       storeD(p.d, lane, acc);
 #endif
     }

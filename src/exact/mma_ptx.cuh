@@ -1,7 +1,8 @@
 // The matrix-core and async-copy instructions as device functions, written once for every kernel
 // that uses them (the GEMM's matrix-core path, the flash attention kernel, the instruction test of
 // core/mma_for_test.cu). Which lane holds which element is exact/mma_layout.hpp's business; these
-// only issue the PTX. CUDA only.
+// only issue the PTX. CUDA only. In the GPU simulator's builds (GIZML_CUDA_SIM) each is the
+// simulator's emulation of the instruction instead (src/sim/sim.cpp, from the PTX ISA's tables).
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -9,6 +10,41 @@
 #endif
 
 #include <cstdint>
+
+#if defined(GIZML_CUDA_SIM)
+
+namespace gizml::exact::mma {
+
+__device__ __forceinline__ void copyChunk16(void* dst, const void* src, bool in = true) {
+  sim::copyAsync(dst, src, 16, in ? 16 : 0);
+}
+__device__ __forceinline__ void commitCopies() { sim::commitCopies(); }
+template <int pending>
+__device__ __forceinline__ void waitCopies() {
+  sim::waitCopies(pending);
+}
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const std::uint16_t* row) {
+  sim::ldmatrixX4(r, row, kTrans);
+}
+template <bool kBF16>
+__device__ __forceinline__ void mmaM16N8K16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                            std::uint32_t b1) {
+  sim::mma(kBF16 ? sim::MmaKind::BF16 : sim::MmaKind::F16, d, a, b0, b1);
+}
+__device__ __forceinline__ void mmaM16N8K32S8(std::int32_t (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                              std::uint32_t b1) {
+  sim::mma(sim::MmaKind::S8, d, a, b0, b1);
+}
+#define GIZML_HAS_FP8_MMA 1
+__device__ __forceinline__ void mmaM16N8K32E4M3(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                                std::uint32_t b1) {
+  sim::mma(sim::MmaKind::E4M3, d, a, b0, b1);
+}
+
+}  // namespace gizml::exact::mma
+
+#else  // the PTX
 
 namespace gizml::exact::mma {
 
@@ -91,6 +127,12 @@ __device__ __forceinline__ void mmaM16N8K32E4M3(float (&d)[4], const std::uint32
   __trap();
 #endif
 }
+
+}  // namespace gizml::exact::mma
+
+#endif  // GIZML_CUDA_SIM
+
+namespace gizml::exact::mma {
 
 /// The sum over a quad, the 4 lanes (4 g .. 4 g + 3) that hold one row of a C fragment between
 /// them: (v + lane ^ 1's) + lane ^ 2's, so all four end with the same bits.

@@ -100,7 +100,7 @@ struct SharedBox {
 template <int D, FlashKeys kKeys>
 __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) {
   constexpr bool kBox = kKeys == FlashKeys::Neighborhood;
-  extern __shared__ __align__(16) std::uint16_t shared[];
+  GIZML_DYNAMIC_SHARED(std::uint16_t, shared);
   std::uint16_t* const qTile = shared;                      // [64][D]
   std::uint16_t* const kTiles = shared + kBlockQ * D;       // 2 x [64][D]
   std::uint16_t* const vTiles = kTiles + 2 * kBlockK * D;   // 2 x [64][D]
@@ -314,7 +314,7 @@ void launchFlash(const Gpu& g, const char* fn, const FlashParams& a) {
   detail::cudaCheck(cudaFuncSetAttribute(flashKernel<D, kKeys>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          flashSharedBytes(D)),
                     fn);
-  flashKernel<D, kKeys><<<blocks, kThreads, flashSharedBytes(D), detail::streamOf(g)>>>(a);
+  GIZML_LAUNCH(blocks, kThreads, flashSharedBytes(D), detail::streamOf(g), flashKernel<D, kKeys>)(a);
   detail::afterLaunch(g, fn);
 }
 

@@ -209,7 +209,7 @@ __device__ __forceinline__ void loadTile(std::uint16_t* tile, const std::uint16_
 template <int D>
 __global__ void __launch_bounds__(kThreads) sageKernel(const SageRows::Args a) {
 #if GIZML_HAS_FP8_MMA
-  extern __shared__ __align__(16) std::uint16_t shared[];
+  GIZML_DYNAMIC_SHARED(std::uint16_t, shared);
   constexpr int qkCols = D / 2, vCols = kBlockK / 2;  // 16-bit pairs of codes a row
   std::uint16_t* const qTile = shared;                     // [64][D] INT8
   std::uint16_t* const kTiles = qTile + kBlockQ * qkCols;  // 2 x [64][D] INT8
@@ -380,7 +380,7 @@ void launchSage(const Gpu& g, const SageRows::Args& a) {
   detail::cudaCheck(cudaFuncSetAttribute(sageKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          quantSharedBytes(D)),
                     SageRows::kName);
-  sageKernel<D><<<blocks, kThreads, quantSharedBytes(D), detail::streamOf(g)>>>(a);
+  GIZML_LAUNCH(blocks, kThreads, quantSharedBytes(D), detail::streamOf(g), sageKernel<D>)(a);
   detail::afterLaunch(g, SageRows::kName);
 }
 

@@ -1,0 +1,650 @@
+// The GPU simulator (GIZML_CUDA_SIM builds; README "The GPU simulator"): the runtime of
+// sim/include/cuda_runtime.h and the device side of sim/cuda_sim.hpp.
+//
+// A launch runs its blocks one after another on the calling thread. A block's threads are fibers
+// (each its own stack; the switch below saves what the x86-64 System V ABI has the callee keep),
+// resumed in turn by the block's scheduler; a fiber gives up its turn only where it must wait for
+// others. When a whole round of turns lets no thread go on, the threads wait for something that will
+// never happen (a __syncthreads or a shuffle that some threads skip): the launch fails, naming where
+// each waits. Failures (a deadlock, a misused instruction, __trap) end the launch and come back as
+// cudaErrorLaunchFailure from cudaGetLastError, with the simulator's words in cudaGetErrorString and
+// on stderr.
+#include <sys/mman.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+// ---- fibers --------------------------------------------------------------------------------------
+// gizmlSimSwitch(save, load): stores the running stack's pointer at *save and continues on `load`'s,
+// which an earlier switch saved (or fiberStack prepared). The callee-saved registers, MXCSR and the
+// x87 control word travel on each stack. gizmlSimStart: a new fiber's first return lands here; it
+// calls r13(r12) (fiberEntry(fiber)), which never returns.
+asm(R"(
+  .text
+  .globl gizmlSimSwitch
+  .type gizmlSimSwitch, @function
+gizmlSimSwitch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size gizmlSimSwitch, .-gizmlSimSwitch
+  .globl gizmlSimStart
+  .type gizmlSimStart, @function
+gizmlSimStart:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .size gizmlSimStart, .-gizmlSimStart
+)");
+extern "C" void gizmlSimSwitch(void** save, void* load);
+extern "C" void gizmlSimStart();
+
+namespace gizml::sim {
+namespace {
+
+constexpr std::size_t kStackBytes = 256 * 1024;
+constexpr int kMaxThreads = 1024;
+constexpr std::size_t kDefaultShared = 48 * 1024, kMaxShared = 227 * 1024;  // an H200's limits
+
+/// A failure of the running launch (a deadlock, a misused instruction, __trap).
+struct Failure {
+  std::string what;
+};
+
+struct Barrier {
+  int arrived = 0, left = 0;
+  bool leaving = false;
+  std::uint64_t generation = 0;
+};
+
+/// A cp.async copy: its source's bytes read at issue (zero past srcBytes), written at its wait.
+struct PendingCopy {
+  void* dst;
+  unsigned char data[16];
+  unsigned bytes;
+  std::uint64_t group;
+};
+
+struct Fiber {
+  void* sp = nullptr;
+  ThreadIndices idx{};
+  int tid = 0;
+  bool done = false;
+  const char* waitingAt = nullptr;
+  std::vector<PendingCopy> copies;
+  std::uint64_t committed = 0;  // commit groups closed so far
+};
+
+struct Slot {
+  alignas(16) unsigned char bytes[48];
+};
+
+struct Warp {
+  std::deque<std::pair<unsigned, Barrier>> byMask;  // a deque: waiting lanes hold references into it
+  Slot slots[32];
+  Barrier& barrier(unsigned mask) {
+    for (auto& [m, b] : byMask)
+      if (m == mask) return b;
+    return byMask.emplace_back(mask, Barrier{}).second;
+  }
+};
+
+struct Block {
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  Barrier sync;
+  int live = 0;
+  std::uint64_t progress = 0;  // bumped whenever some thread moves past a wait or ends
+  void* schedulerSp = nullptr;
+  const std::function<void()>* body = nullptr;
+  std::string failure;
+};
+
+thread_local Block* tBlock = nullptr;
+thread_local Fiber* tFiber = nullptr;
+
+/// The stacks of the fibers, kept across launches (their pages are touched only as used).
+char* stackOf(int tid) {
+  static thread_local std::vector<char*> stacks;
+  while (static_cast<int>(stacks.size()) <= tid) {
+    void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    stacks.push_back(static_cast<char*>(p));
+  }
+  return stacks[tid];
+}
+
+void yieldToScheduler() { gizmlSimSwitch(&tFiber->sp, tBlock->schedulerSp); }
+
+template <class Ready>
+void waitUntil(const char* what, Ready ready) {
+  if (ready()) return;
+  tFiber->waitingAt = what;
+  do yieldToScheduler();
+  while (!ready());
+  tFiber->waitingAt = nullptr;
+  ++tBlock->progress;
+}
+
+std::string describe(const Fiber& f) {
+  const ThreadIndices& i = f.idx;
+  return "block (" + std::to_string(i.blockIndex.x) + ", " + std::to_string(i.blockIndex.y) + ", " +
+         std::to_string(i.blockIndex.z) + "), thread (" + std::to_string(i.threadIndex.x) + ", " +
+         std::to_string(i.threadIndex.y) + ", " + std::to_string(i.threadIndex.z) + ")";
+}
+
+/// Ends the calling thread's turn for good: the launch fails.
+[[noreturn]] void failHere(const std::string& what) { throw Failure{what + " (" + describe(*tFiber) + ")"}; }
+
+void fiberEntry(Fiber* f) {
+  try {
+    (*tBlock->body)();
+    if (!f->copies.empty()) failHere("the thread ended with cp.async copies it never waited for");
+  } catch (const Failure& e) {
+    if (tBlock->failure.empty()) tBlock->failure = e.what;
+  } catch (...) {
+    if (tBlock->failure.empty()) tBlock->failure = "an exception left the kernel (" + describe(*f) + ")";
+  }
+  f->done = true;
+  --tBlock->live;
+  ++tBlock->progress;
+  // A __syncthreads that waited only for this thread is complete now.
+  Barrier& s = tBlock->sync;
+  if (s.arrived > 0 && s.arrived >= tBlock->live) {
+    s.arrived = 0;
+    ++s.generation;
+  }
+  gizmlSimSwitch(&f->sp, tBlock->schedulerSp);
+  std::abort();  // never resumed
+}
+
+void prepareFiber(Fiber& f) {
+  // The stack as gizmlSimSwitch leaves it: MXCSR and control word, r15 .. rbp, then the return
+  // address gizmlSimStart; after the `ret` the stack is 16-byte aligned for its call.
+  auto* top = reinterpret_cast<std::uint64_t*>(stackOf(f.tid) + kStackBytes);
+  std::uint64_t* sp = top - 10;  // 80 bytes: 8 state words, the return address, one spare
+  std::uint32_t mxcsr;
+  std::uint16_t fpucw;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fpucw));
+  std::memset(sp, 0, 10 * sizeof(std::uint64_t));
+  std::memcpy(reinterpret_cast<char*>(sp), &mxcsr, 4);
+  std::memcpy(reinterpret_cast<char*>(sp) + 4, &fpucw, 2);
+  sp[1] = 0;                                          // r15
+  sp[2] = 0;                                          // r14
+  sp[3] = reinterpret_cast<std::uint64_t>(&fiberEntry);  // r13
+  sp[4] = reinterpret_cast<std::uint64_t>(&f);           // r12
+  sp[5] = 0;                                          // rbx
+  sp[6] = 0;                                          // rbp
+  sp[7] = reinterpret_cast<std::uint64_t>(&gizmlSimStart);
+  f.sp = sp;
+}
+
+// ---- the collectives -----------------------------------------------------------------------------
+
+/// Waits until `count` threads have arrived at b (after the previous round's have all left).
+void arrive(Barrier& b, int count, const char* what) {
+  waitUntil(what, [&] { return !b.leaving; });
+  const std::uint64_t generation = b.generation;
+  ++b.arrived;
+  ++tBlock->progress;
+  if (b.arrived == count) b.leaving = true;
+  else waitUntil(what, [&] { return b.leaving && b.generation == generation; });
+}
+void leave(Barrier& b, int count) {
+  if (++b.left == count) {
+    b.arrived = b.left = 0;
+    b.leaving = false;
+    ++b.generation;
+  }
+}
+
+int laneOf() { return static_cast<int>(tFiber->idx.lane); }
+Warp& warpOf() { return tBlock->warps[tFiber->tid / 32]; }
+
+/// Every lane of `mask` puts `bytes` of `mine` in its slot; once all have, `read` sees the warp's
+/// slots; then the lane leaves.
+template <class Read>
+void exchange(unsigned mask, const void* mine, unsigned bytes, const char* what, Read read) {
+  const int lane = laneOf();
+  if (!((mask >> lane) & 1u)) failHere(std::string(what) + ": the calling lane is not in the mask");
+  if (bytes > sizeof(Slot)) failHere("sim: an exchange too large");
+  Warp& w = warpOf();
+  Barrier& b = w.barrier(mask);
+  const int count = std::popcount(mask);
+  waitUntil(what, [&] { return !b.leaving; });
+  std::memcpy(w.slots[lane].bytes, mine, bytes);
+  arrive(b, count, what);
+  read(w.slots);
+  leave(b, count);
+}
+
+// ---- number formats of the matrix instructions -------------------------------------------------------
+
+double bf16Value(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+double f16Value(std::uint16_t h) {
+  const int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  double v;
+  if (e == 31) v = m ? NAN : INFINITY;
+  else if (e == 0) v = std::ldexp(m, -24);
+  else v = std::ldexp(1024 + m, e - 25);
+  return sign ? -v : v;
+}
+double e4m3Value(std::uint8_t b) {
+  const int sign = b >> 7, e = (b >> 3) & 15, m = b & 7;
+  double v;
+  if (e == 15 && m == 7) v = NAN;  // E4M3 has no infinities
+  else if (e == 0) v = std::ldexp(m, -9);
+  else v = std::ldexp(8 + m, e - 10);
+  return sign ? -v : v;
+}
+
+struct Operands {
+  std::uint32_t a[4], b[2];
+};
+
+}  // namespace
+
+// ---- the device side ----------------------------------------------------------------------------------
+
+const ThreadIndices& current() { return tFiber->idx; }
+
+void syncThreads() {
+  Block& blk = *tBlock;
+  Barrier& s = blk.sync;
+  const std::uint64_t generation = s.generation;
+  ++s.arrived;
+  ++blk.progress;
+  if (s.arrived >= blk.live) {
+    s.arrived = 0;
+    ++s.generation;
+    return;
+  }
+  waitUntil("__syncthreads", [&] { return s.generation != generation; });
+}
+
+void warpExchange(unsigned mask, const void* mine, void* out, unsigned bytes, int src) {
+  if (src < 0 || src > 31 || !((mask >> src) & 1u)) failHere("a shuffle reads a lane outside its mask");
+  exchange(mask, mine, bytes, "a warp shuffle", [&](const Slot* slots) { std::memcpy(out, slots[src].bytes, bytes); });
+}
+
+bool warpAny(unsigned mask, bool predicate) {
+  bool any = false;
+  exchange(mask, &predicate, sizeof predicate, "__any_sync", [&](const Slot* slots) {
+    for (int l = 0; l < 32; ++l)
+      if ((mask >> l) & 1u) any = any || slots[l].bytes[0] != 0;
+  });
+  return any;
+}
+
+void trap() { failHere("__trap()"); }
+void fail(const char* what) { failHere(what); }
+
+void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes) {
+  if (srcBytes > bytes || bytes > 16) failHere("cp.async: a source size past the copy's");
+  if (reinterpret_cast<std::uintptr_t>(dst) % bytes || (srcBytes && reinterpret_cast<std::uintptr_t>(src) % bytes))
+    failHere("cp.async: an address not aligned to the copy's size");
+  PendingCopy c{dst, {}, bytes, tFiber->committed};
+  std::memset(c.data, 0, sizeof c.data);
+  if (srcBytes) std::memcpy(c.data, src, srcBytes);
+  tFiber->copies.push_back(c);
+}
+
+void commitCopies() { ++tFiber->committed; }
+
+void waitCopies(int pending) {
+  // Groups below committed - pending are complete: their copies land now, in order.
+  const std::uint64_t done = tFiber->committed < static_cast<std::uint64_t>(pending) ? 0 : tFiber->committed - pending;
+  std::vector<PendingCopy>& copies = tFiber->copies;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    if (copies[i].group < done) std::memcpy(copies[i].dst, copies[i].data, copies[i].bytes);
+    else copies[kept++] = copies[i];
+  }
+  copies.resize(kept);
+}
+
+// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 (PTX ISA, "Warp-level matrix load instruction:
+// ldmatrix"): lanes 8 m .. 8 m + 7 give the addresses of matrix m's 8 rows (16 bytes each); lane l
+// receives, in register m, matrix m's row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1 (low half
+// first); with .trans the matrix is transposed first: elements (2 (l % 4) + e, l / 4).
+void ldmatrixX4(std::uint32_t (&r)[4], const void* row, bool trans) {
+  if (reinterpret_cast<std::uintptr_t>(row) % 16) failHere("ldmatrix: a row address not 16-byte aligned");
+  const int lane = laneOf();
+  exchange(0xffffffffu, &row, sizeof row, "ldmatrix", [&](const Slot* slots) {
+    for (int m = 0; m < 4; ++m) {
+      std::uint16_t e[2];
+      for (int k = 0; k < 2; ++k) {
+        const int rowIndex = trans ? 2 * (lane % 4) + k : lane / 4, col = trans ? lane / 4 : 2 * (lane % 4) + k;
+        const std::uint16_t* p;
+        std::memcpy(&p, slots[8 * m + rowIndex].bytes, sizeof p);
+        e[k] = p[col];
+      }
+      r[m] = static_cast<std::uint32_t>(e[0]) | (static_cast<std::uint32_t>(e[1]) << 16);
+    }
+  });
+}
+
+// mma.sync.aligned (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type" and
+// "for mma.m16n8k32"): with g = lane / 4, t = lane % 4,
+//   m16n8k16 (16-bit): A register r, half e: row g + 8 (r % 2), column 2 t + e + 8 (r / 2);
+//                      B register r, half e: k 2 t + e + 8 r, n g;
+//   m16n8k32 (8-bit):  A register r, byte e: row g + 8 (r % 2), column 4 t + e + 16 (r / 2);
+//                      B register r, byte e: k 4 t + e + 16 r, n g;
+//   C and D element i: row g + 8 (i / 2), column 2 t + i % 2.
+// Floating-point products are summed in double and rounded once with c (the hardware keeps fewer
+// bits; callers hold a tolerance); integer ones exactly.
+void mma(MmaKind kind, void* d, const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  const Operands mine{{a[0], a[1], a[2], a[3]}, {b0, b1}};
+  const int lane = laneOf(), g = lane / 4, t = lane % 4;
+  const bool bytes8 = kind == MmaKind::S8 || kind == MmaKind::E4M3;
+  const int K = bytes8 ? 32 : 16;
+  exchange(0xffffffffu, &mine, sizeof mine, "mma.sync", [&](const Slot* slots) {
+    double A[16][32], B[32][8];
+    for (int l = 0; l < 32; ++l) {
+      Operands o;
+      std::memcpy(&o, slots[l].bytes, sizeof o);
+      const int gl = l / 4, tl = l % 4;
+      for (int r = 0; r < 4; ++r)
+        for (int e = 0; e < (bytes8 ? 4 : 2); ++e) {
+          const int row = gl + 8 * (r % 2);
+          if (bytes8) {
+            const auto byte = static_cast<std::uint8_t>(o.a[r] >> (8 * e));
+            A[row][4 * tl + e + 16 * (r / 2)] = kind == MmaKind::S8 ? static_cast<std::int8_t>(byte) : e4m3Value(byte);
+          } else {
+            const auto half = static_cast<std::uint16_t>(o.a[r] >> (16 * e));
+            A[row][2 * tl + e + 8 * (r / 2)] = kind == MmaKind::BF16 ? bf16Value(half) : f16Value(half);
+          }
+        }
+      for (int r = 0; r < 2; ++r)
+        for (int e = 0; e < (bytes8 ? 4 : 2); ++e) {
+          if (bytes8) {
+            const auto byte = static_cast<std::uint8_t>(o.b[r] >> (8 * e));
+            B[4 * tl + e + 16 * r][gl] = kind == MmaKind::S8 ? static_cast<std::int8_t>(byte) : e4m3Value(byte);
+          } else {
+            const auto half = static_cast<std::uint16_t>(o.b[r] >> (16 * e));
+            B[2 * tl + e + 8 * r][gl] = kind == MmaKind::BF16 ? bf16Value(half) : f16Value(half);
+          }
+        }
+    }
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+      if (kind == MmaKind::S8) {
+        std::int64_t sum = 0;
+        for (int k = 0; k < K; ++k) sum += static_cast<std::int64_t>(A[row][k]) * static_cast<std::int64_t>(B[k][col]);
+        auto* di = static_cast<std::int32_t*>(d);
+        di[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(di[i]) + static_cast<std::uint32_t>(sum));
+      } else {
+        double sum = 0.0;
+        for (int k = 0; k < K; ++k) sum += A[row][k] * B[k][col];
+        auto* df = static_cast<float*>(d);
+        df[i] = static_cast<float>(sum + static_cast<double>(df[i]));
+      }
+    }
+  });
+}
+
+// ---- the scheduler -------------------------------------------------------------------------------------
+
+namespace {
+
+std::mutex& launchLock() {
+  static std::mutex m;
+  return m;
+}
+
+struct RuntimeState {
+  std::mutex lock;
+  std::unordered_map<void*, std::size_t> allocations;
+  std::unordered_map<const void*, int> maxDynamicShared;  // by kernel
+  cudaError_t lastError = cudaSuccess;
+  std::string lastFailure;
+};
+RuntimeState& state() {
+  static RuntimeState* s = new RuntimeState;  // never destroyed: tensors may be freed at exit
+  return *s;
+}
+
+cudaError_t launchError(const std::string& what, cudaError_t code) {
+  std::fprintf(stderr, "gizml GPU simulator: %s\n", what.c_str());
+  RuntimeState& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  s.lastError = code;
+  s.lastFailure = what;
+  return code;
+}
+
+/// Runs one block; its failure, or "".
+std::string runBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
+  const int threads = static_cast<int>(block.x * block.y * block.z);
+  blk.fibers.assign(threads, Fiber{});
+  blk.warps.assign((threads + 31) / 32, Warp{});
+  blk.sync = Barrier{};
+  blk.live = threads;
+  blk.failure.clear();
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = blk.fibers[t];
+    f.tid = t;
+    f.idx.threadIndex = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+    f.idx.blockIndex = at;
+    f.idx.blockShape = block;
+    f.idx.gridShape = grid;
+    f.idx.dynamicShared = shared;
+    f.idx.lane = static_cast<unsigned>(t % 32);
+    prepareFiber(f);
+  }
+  tBlock = &blk;
+  while (blk.live > 0 && blk.failure.empty()) {
+    const std::uint64_t before = blk.progress;
+    for (Fiber& f : blk.fibers) {
+      if (f.done) continue;
+      tFiber = &f;
+      gizmlSimSwitch(&blk.schedulerSp, f.sp);
+      tFiber = nullptr;
+      if (!blk.failure.empty()) break;
+    }
+    if (blk.failure.empty() && blk.live > 0 && blk.progress == before) {
+      std::string what = "deadlock: no thread can go on;";
+      int shown = 0;
+      for (const Fiber& f : blk.fibers)
+        if (!f.done && shown++ < 4) what += " " + describe(f) + " waits at " + (f.waitingAt ? f.waitingAt : "?") + ";";
+      blk.failure = what + " " + std::to_string(blk.live) + " threads wait";
+    }
+  }
+  tBlock = nullptr;
+  return blk.failure;
+}
+
+}  // namespace
+
+void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared, cudaStream_t,
+            const std::function<void()>& body) {
+  const std::uint64_t threads = static_cast<std::uint64_t>(block.x) * block.y * block.z;
+  if (threads == 0 || threads > kMaxThreads || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
+      grid.y > 65535 || grid.z > 65535) {
+    launchError("a launch of grid (" + std::to_string(grid.x) + ", " + std::to_string(grid.y) + ", " +
+                    std::to_string(grid.z) + ") and " + std::to_string(threads) + " threads a block",
+                cudaErrorInvalidConfiguration);
+    return;
+  }
+  {
+    RuntimeState& s = state();
+    std::lock_guard<std::mutex> g(s.lock);
+    const auto at = s.maxDynamicShared.find(kernel);
+    const std::size_t allowed = at == s.maxDynamicShared.end() ? kDefaultShared : static_cast<std::size_t>(at->second);
+    if (dynamicShared > allowed) {
+      s.lastError = cudaErrorInvalidValue;
+      s.lastFailure = std::to_string(dynamicShared) + " bytes of dynamic shared memory where the kernel may have " +
+                      std::to_string(allowed) + " (cudaFuncSetAttribute)";
+      std::fprintf(stderr, "gizml GPU simulator: %s\n", s.lastFailure.c_str());
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> serial(launchLock());
+  std::vector<unsigned char> shared(dynamicShared + 16);
+  void* sharedAt = shared.data() + (16 - reinterpret_cast<std::uintptr_t>(shared.data()) % 16) % 16;
+  Block blk;
+  blk.body = &body;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        std::memset(sharedAt, 0xff, dynamicShared);  // shared memory starts as whatever was there
+        const std::string failure = runBlock(blk, dim3(x, y, z), grid, block, sharedAt);
+        if (!failure.empty()) {
+          launchError("a kernel failed: " + failure, cudaErrorLaunchFailure);
+          return;
+        }
+      }
+}
+
+cudaError_t funcSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || static_cast<std::size_t>(value) > kMaxShared)
+    return cudaErrorInvalidValue;
+  RuntimeState& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  s.maxDynamicShared[kernel] = value;
+  return cudaSuccess;
+}
+
+cudaError_t funcGetAttributes(cudaFuncAttributes* out, const void*) {
+  *out = cudaFuncAttributes{};  // an sm_90 kernel: ptxVersion 90 (the FP8 instructions are there)
+  return cudaSuccess;
+}
+
+}  // namespace gizml::sim
+
+// ---- the runtime API -----------------------------------------------------------------------------------
+
+using gizml::sim::state;
+
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t e) {
+  static thread_local std::string text;
+  {
+    auto& s = state();
+    std::lock_guard<std::mutex> g(s.lock);
+    text = s.lastFailure;
+  }
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorLaunchFailure:
+    case cudaErrorInvalidConfiguration:
+      text = "the GPU simulator: " + text;
+      return text.c_str();
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNoDevice: return "the GPU simulator is built in but off (GIZML_CUDA_SIM=1 in the environment turns it on)";
+    default: return cudaGetErrorName(e);
+  }
+}
+
+cudaError_t cudaGetLastError() {
+  auto& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  const cudaError_t e = s.lastError;
+  s.lastError = cudaSuccess;
+  return e;
+}
+
+// The simulated GPU is there only when asked for: a build with the simulator runs its host tests and
+// programs as a host-only build would (a training run on the simulator would take hours).
+cudaError_t cudaGetDeviceCount(int* count) {
+  const char* on = std::getenv("GIZML_CUDA_SIM");
+  *count = on && std::strcmp(on, "1") == 0 ? 1 : 0;
+  return *count ? cudaSuccess : cudaErrorNoDevice;
+}
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  *value = attr == cudaDevAttrMemoryPoolsSupported ? 1 : 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  *pool = reinterpret_cast<cudaMemPool_t>(0x1);
+  return cudaSuccess;
+}
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+
+cudaError_t cudaMalloc(void** p, std::size_t bytes) {
+  const std::size_t rounded = (bytes + 255) / 256 * 256;
+  void* q = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
+  if (!q) return cudaErrorMemoryAllocation;
+  std::memset(q, 0xff, rounded);  // a GPU's new memory holds whatever was there: NaNs here
+  auto& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  s.allocations[q] = bytes;
+  *p = q;
+  return cudaSuccess;
+}
+cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
+cudaError_t cudaFree(void* p) {
+  if (!p) return cudaSuccess;
+  auto& s = state();
+  {
+    std::lock_guard<std::mutex> g(s.lock);
+    if (s.allocations.erase(p) == 0) return cudaErrorInvalidDevicePointer;
+  }
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
+  if (bytes) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaMemset(void* p, int value, std::size_t bytes) {
+  if (bytes) std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
