@@ -99,7 +99,10 @@ int main(int argc, char** argv) {
   const int gpus = gizml::gpuCount();
   const std::string why = gpus == 0 ? " (" + gizml::noGpuReason() + ")" : "";
   std::printf("gizml-check: %d host threads, %s, %d CUDA GPU%s%s\n", gizml::threads(),
-              gizml::builtWithCuda() ? "built with CUDA" : "built without CUDA", gpus, gpus == 1 ? "" : "s",
+              gizml::builtForGpuSimulator() ? "built with CUDA for the GPU simulator (kernels run on the CPU)"
+              : gizml::builtWithCuda()       ? "built with CUDA"
+                                             : "built without CUDA",
+              gpus, gpus == 1 ? "" : "s",
               why.c_str());
   std::printf("%-18s | %-22s | %-28s | %10s | %10s\n", "op", "host = reference", "GPU = host", "host ms", "GPU ms");
   std::printf("%s\n", std::string(100, '-').c_str());

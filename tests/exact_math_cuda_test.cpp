@@ -42,7 +42,7 @@ struct Mismatches {
 Mismatches sweep(MathForTest f) {
   const gizml::Gpu gpu = gizml::Gpu::open(0);
   const std::int64_t stride = std::int64_t{1} << 26;
-  const std::int64_t chunk = gizml::detail::cudaSimulated() ? std::int64_t{1} << 16 : stride;
+  const std::int64_t chunk = gizml::builtForGpuSimulator() ? std::int64_t{1} << 16 : stride;
   gizml::Tensor out = gizml::Tensor::empty({chunk}, gizml::DType::F32, gpu.device);
   std::vector<float> device(static_cast<std::size_t>(chunk));
   Mismatches m;

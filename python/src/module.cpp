@@ -72,6 +72,7 @@ void bindCore(nb::module_& m) {
       .def("__repr__", [](const Device& d) { return "gizml.Device(" + d.name() + ")"; });
   m.def("gpuCount", &gpuCount);
   m.def("builtWithCuda", &builtWithCuda);
+  m.def("builtForGpuSimulator", &builtForGpuSimulator);
   m.def("noGpuReason", &noGpuReason);
   m.def("setThreads", &setThreads, "n"_a);
   m.def("threads", &threads);

@@ -67,6 +67,7 @@ def test_device_gpu_and_free_functions():
     c = gizml.Device.cuda(1)
     assert c.isCuda() and c.name() == "cuda:1" and c != h and hash(c) != hash(h)
     assert isinstance(gizml.builtWithCuda(), bool)
+    assert gizml.builtForGpuSimulator() is False  # the package is built for a GPU or for none
     if gizml.gpuCount() == 0:
         assert gizml.noGpuReason() != ""
         expect_error(lambda: gizml.Gpu.open(0), "gizml::Gpu::open")

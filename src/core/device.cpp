@@ -10,6 +10,8 @@ std::string Device::name() const { return isHost() ? "host" : "cuda:" + std::to_
 
 bool builtWithCuda() { return GIZML_HAS_CUDA != 0; }
 
+bool builtForGpuSimulator() { return detail::cudaSimulated(); }
+
 namespace {
 struct GpuDiscovery {
   int count = 0;

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -25,6 +26,14 @@
 #include <vector>
 
 #include <cuda_runtime.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define GIZML_SIM_ASAN 1
+#else
+#define GIZML_SIM_ASAN 0
+#endif
 
 // ---- fibers --------------------------------------------------------------------------------------
 // gizmlSimSwitch(save, load): stores the running stack's pointer at *save and continues on `load`'s,
@@ -144,7 +153,38 @@ char* stackOf(int tid) {
   return stacks[tid];
 }
 
-void yieldToScheduler() { gizmlSimSwitch(&tFiber->sp, tBlock->schedulerSp); }
+// The two directions of a switch. Under AddressSanitizer each tells it which stack runs next (its
+// checks of stack memory, and the unpoisoning at a throw, go by the running stack's bounds).
+#if GIZML_SIM_ASAN
+thread_local const void* tSchedulerStack = nullptr;
+thread_local std::size_t tSchedulerStackBytes = 0;
+#endif
+
+void switchToFiber(Fiber& f) {
+#if GIZML_SIM_ASAN
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, stackOf(f.tid), kStackBytes);
+#endif
+  gizmlSimSwitch(&tBlock->schedulerSp, f.sp);
+#if GIZML_SIM_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+}
+
+/// From the running fiber to the scheduler; `ending`: the fiber is done, never to be resumed.
+void switchToScheduler(bool ending) {
+#if GIZML_SIM_ASAN
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(ending ? nullptr : &fake, tSchedulerStack, tSchedulerStackBytes);
+#endif
+  gizmlSimSwitch(&tFiber->sp, tBlock->schedulerSp);
+#if GIZML_SIM_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  (void)ending;
+}
+
+void yieldToScheduler() { switchToScheduler(false); }
 
 template <class Ready>
 void waitUntil(const char* what, Ready ready) {
@@ -167,6 +207,9 @@ std::string describe(const Fiber& f) {
 [[noreturn]] void failHere(const std::string& what) { throw Failure{what + " (" + describe(*tFiber) + ")"}; }
 
 void fiberEntry(Fiber* f) {
+#if GIZML_SIM_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &tSchedulerStack, &tSchedulerStackBytes);  // the first switch in
+#endif
   try {
     (*tBlock->body)();
     if (!f->copies.empty()) failHere("the thread ended with cp.async copies it never waited for");
@@ -184,14 +227,18 @@ void fiberEntry(Fiber* f) {
     s.arrived = 0;
     ++s.generation;
   }
-  gizmlSimSwitch(&f->sp, tBlock->schedulerSp);
+  switchToScheduler(true);
   std::abort();  // never resumed
 }
 
 void prepareFiber(Fiber& f) {
   // The stack as gizmlSimSwitch leaves it: MXCSR and control word, r15 .. rbp, then the return
   // address gizmlSimStart; after the `ret` the stack is 16-byte aligned for its call.
-  auto* top = reinterpret_cast<std::uint64_t*>(stackOf(f.tid) + kStackBytes);
+  char* const stack = stackOf(f.tid);
+#if GIZML_SIM_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(stack, kStackBytes);  // a fiber left mid-kernel by a failure poisoned its frames
+#endif
+  auto* top = reinterpret_cast<std::uint64_t*>(stack + kStackBytes);
   std::uint64_t* sp = top - 10;  // 80 bytes: 8 state words, the return address, one spare
   std::uint32_t mxcsr;
   std::uint16_t fpucw;
@@ -469,7 +516,7 @@ std::string runBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
     for (Fiber& f : blk.fibers) {
       if (f.done) continue;
       tFiber = &f;
-      gizmlSimSwitch(&blk.schedulerSp, f.sp);
+      switchToFiber(f);
       tFiber = nullptr;
       if (!blk.failure.empty()) break;
     }
@@ -511,8 +558,10 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
     }
   }
   std::lock_guard<std::mutex> serial(launchLock());
-  std::vector<unsigned char> shared(dynamicShared + 16);
-  void* sharedAt = shared.data() + (16 - reinterpret_cast<std::uintptr_t>(shared.data()) % 16) % 16;
+  // Exactly the launch's bytes, 16-byte aligned (AddressSanitizer sees a read past them).
+  void* sharedAt = nullptr;
+  if (posix_memalign(&sharedAt, 16, dynamicShared == 0 ? 1 : dynamicShared) != 0) std::abort();
+  const std::unique_ptr<void, decltype(&std::free)> sharedOwner(sharedAt, &std::free);
   Block blk;
   blk.body = &body;
   for (unsigned z = 0; z < grid.z; ++z)
@@ -613,10 +662,11 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
-  const std::size_t rounded = (bytes + 255) / 256 * 256;
-  void* q = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
-  if (!q) return cudaErrorMemoryAllocation;
-  std::memset(q, 0xff, rounded);  // a GPU's new memory holds whatever was there: NaNs here
+  // 256-byte aligned as CUDA's, and exactly `bytes` long, so that under AddressSanitizer a kernel's
+  // read one past the end is reported.
+  void* q = nullptr;
+  if (posix_memalign(&q, 256, bytes == 0 ? 1 : bytes) != 0) return cudaErrorMemoryAllocation;
+  std::memset(q, 0xff, bytes);  // a GPU's new memory holds whatever was there: NaNs here
   auto& s = state();
   std::lock_guard<std::mutex> g(s.lock);
   s.allocations[q] = bytes;
