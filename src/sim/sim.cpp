@@ -118,13 +118,20 @@ struct Slot {
   alignas(16) unsigned char bytes[48];
 };
 
-struct Warp {
-  std::deque<std::pair<unsigned, Barrier>> byMask;  // a deque: waiting lanes hold references into it
+/// The lanes of one mask meeting at their collectives: each puts its value in its slot. Slots are a
+/// mask's own: a lane that leaves a full-warp exchange and enters a half-warp one must not overwrite
+/// what the full warp's slower lanes have still to read.
+struct Exchange {
+  Barrier barrier;
   Slot slots[32];
-  Barrier& barrier(unsigned mask) {
-    for (auto& [m, b] : byMask)
-      if (m == mask) return b;
-    return byMask.emplace_back(mask, Barrier{}).second;
+};
+
+struct Warp {
+  std::deque<std::pair<unsigned, Exchange>> byMask;  // a deque: waiting lanes hold references into it
+  Exchange& of(unsigned mask) {
+    for (auto& [m, e] : byMask)
+      if (m == mask) return e;
+    return byMask.emplace_back(mask, Exchange{}).second;
   }
 };
 
@@ -239,20 +246,16 @@ void prepareFiber(Fiber& f) {
   ASAN_UNPOISON_MEMORY_REGION(stack, kStackBytes);  // a fiber left mid-kernel by a failure poisoned its frames
 #endif
   auto* top = reinterpret_cast<std::uint64_t*>(stack + kStackBytes);
-  std::uint64_t* sp = top - 10;  // 80 bytes: 8 state words, the return address, one spare
+  std::uint64_t* sp = top - 10;  // the control words, six registers, the return address, two spare
   std::uint32_t mxcsr;
   std::uint16_t fpucw;
   asm volatile("stmxcsr %0" : "=m"(mxcsr));
   asm volatile("fnstcw %0" : "=m"(fpucw));
-  std::memset(sp, 0, 10 * sizeof(std::uint64_t));
+  std::memset(sp, 0, 10 * sizeof(std::uint64_t));  // r15, r14, rbx, rbp (sp[1], sp[2], sp[5], sp[6]): 0
   std::memcpy(reinterpret_cast<char*>(sp), &mxcsr, 4);
   std::memcpy(reinterpret_cast<char*>(sp) + 4, &fpucw, 2);
-  sp[1] = 0;                                          // r15
-  sp[2] = 0;                                          // r14
-  sp[3] = reinterpret_cast<std::uint64_t>(&fiberEntry);  // r13
-  sp[4] = reinterpret_cast<std::uint64_t>(&f);           // r12
-  sp[5] = 0;                                          // rbx
-  sp[6] = 0;                                          // rbp
+  sp[3] = reinterpret_cast<std::uint64_t>(&fiberEntry);  // r13: what gizmlSimStart calls
+  sp[4] = reinterpret_cast<std::uint64_t>(&f);           // r12: its argument
   sp[7] = reinterpret_cast<std::uint64_t>(&gizmlSimStart);
   f.sp = sp;
 }
@@ -286,13 +289,13 @@ void exchange(unsigned mask, const void* mine, unsigned bytes, const char* what,
   const int lane = laneOf();
   if (!((mask >> lane) & 1u)) failHere(std::string(what) + ": the calling lane is not in the mask");
   if (bytes > sizeof(Slot)) failHere("sim: an exchange too large");
-  Warp& w = warpOf();
-  Barrier& b = w.barrier(mask);
+  Exchange& e = warpOf().of(mask);
+  Barrier& b = e.barrier;
   const int count = std::popcount(mask);
   waitUntil(what, [&] { return !b.leaving; });
-  std::memcpy(w.slots[lane].bytes, mine, bytes);
+  std::memcpy(e.slots[lane].bytes, mine, bytes);
   arrive(b, count, what);
-  read(w.slots);
+  read(e.slots);
   leave(b, count);
 }
 

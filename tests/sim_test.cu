@@ -1,0 +1,180 @@
+// The GPU simulator's own semantics (src/sim/, README "The GPU simulator"), in GIZML_CUDA_SIM builds
+// only: kernels of a few lines, launched straight through the simulator's runtime, whose results
+// are what CUDA defines: shuffles with masks and widths, a vote, __syncthreads, cp.async landing at
+// its wait, and the launches and waits a GPU would refuse or never finish failing as such.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "exact/mma_ptx.cuh"
+
+namespace {
+
+template <class T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  std::size_t n;
+  explicit DeviceBuffer(std::size_t n_) : n(n_) { EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)), cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+  std::vector<T> read() const {
+    std::vector<T> out(n);
+    cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return out;
+  }
+};
+
+/// The launch's error (cleared) and the simulator's words for it.
+std::string lastError() {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? "" : std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+// out[t]: __shfl_sync from lane 31 over the whole warp, then on the upper half-warp only a
+// __shfl_xor_sync of width 16 (lanes 16..31 swap with lane ^ 1); the lower half reads lane 0 with
+// width 16 (its own group's lane 0).
+__global__ void shuffleKernel(int* out) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int v = __shfl_sync(0xffffffffu, 100 + lane, 31);
+  if (lane >= 16) v += __shfl_xor_sync(0xffff0000u, 1000 * lane, 1, 16);
+  else v += __shfl_sync(0x0000ffffu, 1000 * lane, 0, 16);
+  out[threadIdx.x] = v;
+}
+
+TEST(GpuSimulator, ShufflesFollowMasksAndWidths) {
+  DeviceBuffer<int> out(64);
+  GIZML_LAUNCH(1, 64, 0, nullptr, shuffleKernel)(out.p);
+  ASSERT_EQ(lastError(), "");
+  const std::vector<int> v = out.read();
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32;
+    const int expected = 131 + (lane >= 16 ? 1000 * (lane ^ 1) : 0);
+    EXPECT_EQ(v[t], expected) << "thread " << t;
+  }
+}
+
+// A shuffle of width 16 whose xor reaches into a later group gives the caller its own value; one
+// into an earlier group reads it (CUDA's __shfl_xor_sync).
+__global__ void shuffleBeyondGroupKernel(int* out) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, lane, 16, 16);
+}
+
+TEST(GpuSimulator, ShuffleXorIntoALaterGroupKeepsTheCallersValue) {
+  DeviceBuffer<int> out(32);
+  GIZML_LAUNCH(1, 32, 0, nullptr, shuffleBeyondGroupKernel)(out.p);
+  ASSERT_EQ(lastError(), "");
+  const std::vector<int> v = out.read();
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(v[t], t < 16 ? t : t - 16) << "lane " << t;
+}
+
+// Thread t writes shared[t], then (after __syncthreads) reads its neighbour's. Without the barrier
+// each simulated thread runs on to the vote before the next one starts, so it reads a slot not yet
+// written: the launch's fresh dynamic shared memory, 0xff bytes (-1).
+__global__ void syncKernel(int* out, bool withBarrier) {
+  GIZML_DYNAMIC_SHARED(int, shared);
+  const int t = static_cast<int>(threadIdx.x);
+  shared[t] = 7 * t + 1;
+  if (withBarrier) __syncthreads();
+  const int neighbour = shared[(t + 1) % 128];
+  const bool any = __any_sync(0xffffffffu, t % 32 == 5);
+  out[t] = neighbour + (any ? 1000 : 0);
+}
+
+TEST(GpuSimulator, SyncthreadsOrdersSharedMemoryAndItsAbsenceShows) {
+  DeviceBuffer<int> out(128);
+  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
+  ASSERT_EQ(lastError(), "");
+  std::vector<int> v = out.read();
+  for (int t = 0; t < 128; ++t) EXPECT_EQ(v[t], 7 * ((t + 1) % 128) + 1 + 1000) << "thread " << t;
+  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, false);
+  ASSERT_EQ(lastError(), "");
+  v = out.read();
+  for (int t = 0; t < 127; ++t) EXPECT_EQ(v[t], -1 + 1000) << "thread " << t;
+  EXPECT_EQ(v[127], 1 + 1000);  // shared[0], written by thread 0 before thread 127 ran
+}
+
+// cp.async: the copy lands at the wait that covers it, not before.
+__global__ void copyKernel(const std::uint16_t* src, int* out) {
+  GIZML_DYNAMIC_SHARED(std::uint16_t, tile);
+  const int t = static_cast<int>(threadIdx.x);
+  tile[8 * t] = 7;
+  gizml::exact::mma::copyChunk16(tile + 8 * t, src + 8 * t);
+  gizml::exact::mma::commitCopies();
+  out[2 * t] = tile[8 * t];  // before the wait: still 7
+  gizml::exact::mma::waitCopies<0>();
+  out[2 * t + 1] = tile[8 * t];  // the source's
+}
+
+TEST(GpuSimulator, AsyncCopiesLandAtTheirWait) {
+  DeviceBuffer<std::uint16_t> src(8 * 32);
+  std::vector<std::uint16_t> host(8 * 32);
+  for (int i = 0; i < 8 * 32; ++i) host[i] = static_cast<std::uint16_t>(100 + i);
+  cudaMemcpy(src.p, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
+  DeviceBuffer<int> out(64);
+  GIZML_LAUNCH(1, 32, 8 * 32 * 2, nullptr, copyKernel)(src.p, out.p);
+  ASSERT_EQ(lastError(), "");
+  const std::vector<int> v = out.read();
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(v[2 * t], 7) << "thread " << t;
+    EXPECT_EQ(v[2 * t + 1], 100 + 8 * t) << "thread " << t;
+  }
+}
+
+// Failures a GPU would hang on or refuse.
+__global__ void skippedBarrierKernel(int* out) {
+  if (threadIdx.x != 0) __syncthreads();
+  out[threadIdx.x] = 1;
+}
+__global__ void partialShuffleKernel(int* out) {
+  if (threadIdx.x % 32 < 31) out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
+}
+__global__ void trapKernel(int*) { __trap(); }
+__global__ void unwaitedCopyKernel(const std::uint16_t* src, int*) {
+  GIZML_DYNAMIC_SHARED(std::uint16_t, tile);
+  gizml::exact::mma::copyChunk16(tile + 8 * threadIdx.x, src + 8 * threadIdx.x);
+  gizml::exact::mma::commitCopies();
+}
+
+TEST(GpuSimulator, DeadlocksTrapsAndRefusedLaunchesFailTheLaunch) {
+  DeviceBuffer<int> out(64);
+  GIZML_LAUNCH(1, 64, 0, nullptr, skippedBarrierKernel)(out.p);
+  // Thread 0 ends; the other 63 meet at the barrier, which counts the live threads: CUDA's
+  // behaviour for exited threads, so this one completes.
+  EXPECT_EQ(lastError(), "");
+
+  GIZML_LAUNCH(1, 32, 0, nullptr, partialShuffleKernel)(out.p);
+  std::string e = lastError();
+  EXPECT_NE(e.find("cudaErrorLaunchFailure"), std::string::npos) << e;
+  EXPECT_NE(e.find("deadlock"), std::string::npos) << e;
+  EXPECT_NE(e.find("a warp shuffle"), std::string::npos) << e;
+
+  GIZML_LAUNCH(2, 32, 0, nullptr, trapKernel)(out.p);
+  e = lastError();
+  EXPECT_NE(e.find("__trap()"), std::string::npos) << e;
+  EXPECT_NE(e.find("block (0, 0, 0), thread (0, 0, 0)"), std::string::npos) << e;
+
+  DeviceBuffer<std::uint16_t> src(8 * 32);
+  GIZML_LAUNCH(1, 32, 512, nullptr, unwaitedCopyKernel)(src.p, out.p);
+  e = lastError();
+  EXPECT_NE(e.find("never waited for"), std::string::npos) << e;
+
+  GIZML_LAUNCH(1, 32, 49 * 1024, nullptr, unwaitedCopyKernel)(src.p, out.p);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);  // over 48 KiB without cudaFuncSetAttribute
+  EXPECT_EQ(cudaFuncSetAttribute(unwaitedCopyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024),
+            cudaErrorInvalidValue);  // over an H200's 227 KiB
+  GIZML_LAUNCH(1, 2048, 0, nullptr, trapKernel)(out.p);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+}
+
+TEST(GpuSimulator, MemoryStartsAsNaNsAndFreeingWhatWasNotAllocatedFails) {
+  DeviceBuffer<float> x(5);
+  for (float v : x.read()) EXPECT_TRUE(v != v);
+  int local = 0;
+  EXPECT_EQ(cudaFree(&local), cudaErrorInvalidDevicePointer);
+}
+
+}  // namespace
