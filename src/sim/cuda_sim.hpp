@@ -17,8 +17,8 @@
 #error "cuda_sim.hpp is for GIZML_CUDA_SIM builds"
 #endif
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 // ---- CUDA's keywords ------------------------------------------------------------------------------
@@ -35,7 +35,6 @@ struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
-using uint3 = dim3;
 
 namespace gizml::sim {
 
@@ -56,8 +55,6 @@ void warpExchange(unsigned mask, const void* mine, void* out, unsigned bytes, in
 /// Whether `predicate` holds on any lane in `mask`.
 bool warpAny(unsigned mask, bool predicate);
 [[noreturn]] void trap();
-/// A kernel's misuse of an instruction: ends the launch with a simulator error naming it.
-[[noreturn]] void fail(const char* what);
 
 // The warp-wide instructions of exact/mma_ptx.cuh (sim.cpp).
 void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes);
@@ -86,7 +83,6 @@ T shuffle(unsigned mask, T v, int src) {
 #define blockIdx (::gizml::sim::current().blockIndex)
 #define blockDim (::gizml::sim::current().blockShape)
 #define gridDim (::gizml::sim::current().gridShape)
-constexpr int warpSize = 32;
 /// `extern __shared__ __align__(16) T name[]`, a launch's dynamic shared memory (16-byte aligned).
 #define GIZML_DYNAMIC_SHARED(T, name) T* const name = static_cast<T*>(::gizml::sim::current().dynamicShared)
 
@@ -101,22 +97,15 @@ T __shfl_sync(unsigned mask, T v, int srcLane, int width = 32) {
 template <class T>
 T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
   const int lane = static_cast<int>(::gizml::sim::current().lane), src = lane ^ laneMask;
-  // CUDA: a source past the end of the caller's group of `width` lanes gives the caller's own value.
+  // CUDA: a source in a later group of `width` lanes gives the caller's own value (an earlier
+  // group's is read).
   const bool later = (src & ~(width - 1)) > (lane & ~(width - 1));
   return ::gizml::sim::shuffle(mask, v, later ? lane : src);
 }
 inline int __any_sync(unsigned mask, int predicate) { return ::gizml::sim::warpAny(mask, predicate != 0); }
 
-inline float __uint_as_float(unsigned u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-inline unsigned __float_as_uint(float x) {
-  unsigned u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
+inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 
 /// The block's fibers take turns on one OS thread only at collectives, so a read-modify-write
 /// between two of them is never interleaved; blocks of one launch run one after another.

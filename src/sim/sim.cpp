@@ -358,7 +358,6 @@ bool warpAny(unsigned mask, bool predicate) {
 }
 
 void trap() { failHere("__trap()"); }
-void fail(const char* what) { failHere(what); }
 
 void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes) {
   if (srcBytes > bytes || bytes > 16) failHere("cp.async: a source size past the copy's");
