@@ -1,7 +1,7 @@
 // gizml_bench's main: the console table, then each op's bytes/s as a share of the copy measured
 // just before it in the same run (each group registers a BM_Copy of its own size first:
 // bench_support.hpp), so the ratio to the machine's bandwidth is printed, not
-// left to the reader.
+// left to the reader. With repetitions, the median of each against the copy's median.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -15,6 +15,11 @@ class CopyRatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.error_occurred) failed_.push_back(r.benchmark_name() + ": " + r.error_message);
+      // With --benchmark_repetitions the share is of the medians: each repetition's line and
+      // the other aggregates (a mean, a standard deviation, a coefficient of variation) are skipped.
+      const bool repeated = r.repetitions > 1;
+      if (repeated ? r.run_type != Run::RT_Aggregate || r.aggregate_name != "median" : r.run_type != Run::RT_Iteration)
+        continue;
       auto it = r.counters.find("bytes_per_second");
       if (it == r.counters.end() || r.error_occurred) continue;
       const std::string name = r.benchmark_name();

@@ -49,6 +49,8 @@ GIZML_VEC f32x16 fmaLane(f32x16 a, f32x16 b, f32x16 c) {
 /// Each lane's a < b ? a : b and a > b ? a : b (hd.hpp's minLane, maxLane).
 GIZML_VEC f32x16 minLane(f32x16 a, f32x16 b) { return (f32x16)_mm512_min_ps((__m512)a, (__m512)b); }
 GIZML_VEC f32x16 maxLane(f32x16 a, f32x16 b) { return (f32x16)_mm512_max_ps((__m512)a, (__m512)b); }
+/// y * 2^n for integer-valued n, rounded once (into the subnormals or to inf where it must): vscalefps.
+GIZML_VEC f32x16 scaleByPowerOfTwo(f32x16 y, f32x16 n) { return (f32x16)_mm512_scalef_ps((__m512)y, (__m512)n); }
 /// base, base + 1, ..., base + 15.
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return base + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

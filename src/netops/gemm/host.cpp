@@ -19,13 +19,13 @@
 // was a second pass over an F32 product.
 #include <immintrin.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/caches.hpp"
 #include "core/host_memory.hpp"
 #include "exact/row16.hpp"
 #include "exact/vec16.hpp"
@@ -72,23 +72,8 @@ constexpr std::int64_t kAlign = 64;
 
 std::int64_t roundUp(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
 
-/// The data caches of the machine this runs on, read once (sysconf; glibc reads them from CPUID),
-/// with modest defaults where the system does not say. The blocks are sized from them, so one
-/// build suits machines with other caches.
-struct Caches {
-  std::int64_t l1, l2, l3;
-};
-const Caches& caches() {
-  static const Caches c = [] {
-    auto read = [](int name, std::int64_t fallback) {
-      const long v = sysconf(name);
-      return v > 0 ? static_cast<std::int64_t>(v) : fallback;
-    };
-    return Caches{read(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), read(_SC_LEVEL2_CACHE_SIZE, 1 << 20),
-                  read(_SC_LEVEL3_CACHE_SIZE, 8 << 20)};
-  }();
-  return c;
-}
+using ::gizml::detail::Caches;  // the run-time cache sizes (core/caches.hpp)
+using ::gizml::detail::caches;
 
 /// The block sizes of one product: kc steps a k block (A's MR rows x kc in half of L1; balanced,
 /// so no block is a sliver), nc columns of each thread's packed B block (kc x nc in half of its
