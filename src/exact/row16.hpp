@@ -217,6 +217,14 @@ struct HostRow : RowSums<HostRow> {
   }
 };
 
+/// Outputs this large (past any cache) are written with streaming stores (hostRows' streamStores,
+/// at.stream) when every row starts on a 64-byte boundary. (The streaming stores are ordered
+/// before other threads read the output by OpenMP's closing barrier, whose locked instructions
+/// drain the write-combining buffers.)
+inline bool streamable(const float* out, std::int64_t count, std::int64_t rowLength = 16) {
+  return count * 4 >= (std::int64_t{32} << 20) && aligned64(out) && rowLength % 16 == 0;
+}
+
 /// The host's loop over rows: OpenMP splits the rows, never a row, so the thread count changes no
 /// bit. Kernel::Args holds `rows` and `n`; Kernel::row(HostRow, args, r) computes row r.
 template <class Kernel>

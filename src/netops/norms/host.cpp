@@ -20,7 +20,10 @@ namespace gizml::netops {
 
 namespace norms {
 
-void ModulatedNorm::host(const Args& a) { exact::hostRows<ModulatedNorm>(a); }
+void ModulatedNorm::host(const Args& a) {
+  // An F32 y as large as a video model's activations is written past the caches (as layerNorm's).
+  exact::hostRows<ModulatedNorm>(a, a.y && exact::streamable(a.y, a.rows * a.n, a.n));
+}
 
 void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
 

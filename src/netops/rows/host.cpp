@@ -22,16 +22,7 @@ using exact::f32x16;
 using exact::load16;
 using exact::store16;
 
-namespace {
-
-/// Outputs this large (past any cache) are written with streaming stores when every row starts
-/// on a 64-byte boundary. (The streaming stores are ordered before other threads read the output
-/// by OpenMP's closing barrier, whose locked instructions drain the write-combining buffers.)
-bool streamable(const float* out, std::int64_t count, std::int64_t rowLength = 16) {
-  return count * 4 >= (std::int64_t{32} << 20) && exact::aligned64(out) && rowLength % 16 == 0;
-}
-
-}  // namespace
+using exact::streamable;
 
 // ---- host paths ---------------------------------------------------------------------------------------
 
