@@ -133,6 +133,28 @@ TEST(ModulatedNorm, IntoBF16IsTheF32ResultRounded) {
   EXPECT_TRUE(sameBits(y.toFloats(), netops::modulatedNorm(x, w, shift, scale, map, 1e-6, true).to(DType::BF16).toFloats()));
 }
 
+// An F32 y of 32 MiB or more (a video model's size) is written with streaming stores on the host:
+// the same bits as each row computed alone (an output small enough for plain stores).
+TEST(ModulatedNorm, StreamedOutputEqualsRowsAlone) {
+  const std::int64_t rows = 2752, n = 3072;  // 33.8 MB of y
+  Tensor x = Tensor::normal(Key{105, 0}, {rows, n}), w = host(randomFloats(Key{106, 0}, n), {n});
+  Tensor shift = host(randomFloats(Key{107, 0}, kMods * n), {kMods, n});
+  Tensor scale = host(randomFloats(Key{108, 0}, kMods * n), {kMods, n});
+  const std::vector<float> mapValues = mapOf(Key{109, 0}, rows);
+  for (bool centered : {false, true}) {
+    SCOPED_TRACE(centered);
+    const std::vector<float> all = netops::modulatedNorm(x, w, shift, scale, host(mapValues, {rows}), 1e-6, centered).toFloats();
+    const std::vector<float> xs = x.toFloats();
+    for (std::int64_t r : {std::int64_t{0}, std::int64_t{1}, rows / 2 + 1, rows - 1}) {
+      SCOPED_TRACE(r);
+      Tensor one = host(std::vector<float>(xs.begin() + r * n, xs.begin() + (r + 1) * n), {1, n});
+      const std::vector<float> alone =
+          netops::modulatedNorm(one, w, shift, scale, host({mapValues[static_cast<std::size_t>(r)]}, {1}), 1e-6, centered).toFloats();
+      EXPECT_TRUE(sameBits(alone, std::vector<float>(all.begin() + r * n, all.begin() + (r + 1) * n)));
+    }
+  }
+}
+
 TEST(ModulatedNorm, BadInput) {
   const char* fn = "gizml::netops::modulatedNorm";
   const char* into = "gizml::netops::modulatedNormInto";
