@@ -149,9 +149,20 @@ void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
 struct Int8RowsHost {
   using Args = Int8Rows::Args;
   static const Args& codes(const Args& a) { return a; }
+  /// group(at, u) of an F32 row r that also asks for the next row's same 256 bytes (into L2): the
+  /// hardware's prefetcher alone ran behind. On a Zen 4, 2 threads, four interleaved rounds:
+  /// int8Rows of F32 rows 8.3-9.9 -> 7.2-8.5 ms. (BF16 rows, half the bytes: no gain, not asked.)
+  static auto loadGroupAhead(const float* x, const Args& a, std::int64_t r) {
+    const float* next = r + 1 < a.rows ? x + (r + 1) * a.n : nullptr;
+    return [load = loadGroupOf(x + r * a.n), next](std::int64_t at, f32x16(&u)[4]) {
+      if (next)
+        for (int k = 0; k < 4; ++k) __builtin_prefetch(next + at + 16 * k, 0, 2);
+      load(at, u);
+    };
+  }
   static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending) {
     if (a.xBF16) return int8Walk(row, a, held, pending, loadGroupOf(static_cast<const std::uint16_t*>(a.x) + r * a.n));
-    return int8Walk(row, a, held, pending, loadGroupOf(static_cast<const float*>(a.x) + r * a.n));
+    return int8Walk(row, a, held, pending, loadGroupAhead(static_cast<const float*>(a.x), a, r));
   }
 };
 
