@@ -65,7 +65,8 @@ constexpr std::int64_t kMaxPixelRun = 2048;
 /// quarters of one core's L2, read at run time, so that the second pass reads them from L2 and not
 /// from L3 or memory (on a Zen 4, 1 MiB: 512 pixels of 384 F32 channels; a video model's
 /// [8, 384, 8192] on 2 threads took 6.7-7.8 ms in place of 9.5-9.6 with runs of 2048, and with
-/// SiLU 9.8-11.0 in place of 12.0-12.7). A power of two from 64 to kMaxPixelRun. Which pixels share a run changes no bits: a pixel's chain is its own.
+/// SiLU 9.8-11.0 in place of 12.0-12.7). A power of two from 64 to kMaxPixelRun. Which pixels
+/// share a run changes no bits: a pixel's chain is its own.
 std::int64_t pixelRun(std::int64_t c, std::int64_t elementBytes) {
   std::int64_t run = kMaxPixelRun;
   while (run > 64 && c * run * elementBytes > detail::caches().l2 / 4 * 3) run /= 2;
