@@ -140,16 +140,16 @@ TEST(ModulatedNorm, StreamedOutputEqualsRowsAlone) {
   Tensor x = Tensor::normal(Key{105, 0}, {rows, n}), w = host(randomFloats(Key{106, 0}, n), {n});
   Tensor shift = host(randomFloats(Key{107, 0}, kMods * n), {kMods, n});
   Tensor scale = host(randomFloats(Key{108, 0}, kMods * n), {kMods, n});
-  const std::vector<float> mapValues = mapOf(Key{109, 0}, rows);
+  const std::vector<float> mapValues = mapOf(Key{109, 0}, rows), xs = x.toFloats();
+  const Tensor map = host(mapValues, {rows});
   for (bool centered : {false, true}) {
     SCOPED_TRACE(centered);
-    const std::vector<float> all = netops::modulatedNorm(x, w, shift, scale, host(mapValues, {rows}), 1e-6, centered).toFloats();
-    const std::vector<float> xs = x.toFloats();
+    const std::vector<float> all = netops::modulatedNorm(x, w, shift, scale, map, 1e-6, centered).toFloats();
     for (std::int64_t r : {std::int64_t{0}, std::int64_t{1}, rows / 2 + 1, rows - 1}) {
       SCOPED_TRACE(r);
-      Tensor one = host(std::vector<float>(xs.begin() + r * n, xs.begin() + (r + 1) * n), {1, n});
-      const std::vector<float> alone =
-          netops::modulatedNorm(one, w, shift, scale, host({mapValues[static_cast<std::size_t>(r)]}, {1}), 1e-6, centered).toFloats();
+      const Tensor one = host(std::vector<float>(xs.begin() + r * n, xs.begin() + (r + 1) * n), {1, n});
+      const Tensor oneMap = host({mapValues[static_cast<std::size_t>(r)]}, {1});
+      const std::vector<float> alone = netops::modulatedNorm(one, w, shift, scale, oneMap, 1e-6, centered).toFloats();
       EXPECT_TRUE(sameBits(alone, std::vector<float>(all.begin() + r * n, all.begin() + (r + 1) * n)));
     }
   }
