@@ -3,6 +3,7 @@
 // tests/reference/norms_reference.cpp bit for bit.
 #include <omp.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -110,15 +111,16 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
 void PixelNorm::host(const Args& a) {
   // OpenMP splits the (frame, run of pixels) pairs; a pixel's chain never leaves its lane.
   const std::int64_t run = pixelRun(a.c, a.bf16 ? 2 : 4), runs = (a.pixels + run - 1) / run;
+  // Run t: pixels [firstPixel(t), + pixelsOf(t)) of frame t / runs (a frame's last run may be shorter).
+  const auto firstPixel = [&](std::int64_t t) { return (t % runs) * run; };
+  const auto pixelsOf = [&](std::int64_t t) { return std::min(run, a.pixels - firstPixel(t)); };
 #pragma omp parallel for schedule(static)
   for (std::int64_t t = 0; t < a.frames * runs; ++t) {
-    const std::int64_t p0 = (t % runs) * run, count = a.pixels - p0 < run ? a.pixels - p0 : run;
-    const std::int64_t base = (t / runs) * a.c * a.pixels;
+    const std::int64_t p0 = firstPixel(t), count = pixelsOf(t), base = (t / runs) * a.c * a.pixels;
     // The run after this one (the thread's next with a static schedule, but at its end), whose
     // values pass 2 prefetches; none after the last.
     const std::int64_t u = t + 1 < a.frames * runs ? t + 1 : t;
-    const std::int64_t nextP0 = (u % runs) * run, nextAt = (u / runs) * a.c * a.pixels + nextP0;
-    const std::int64_t nextCount = u == t ? 0 : (a.pixels - nextP0 < run ? a.pixels - nextP0 : run);
+    const std::int64_t nextAt = (u / runs) * a.c * a.pixels + firstPixel(u), nextCount = u == t ? 0 : pixelsOf(u);
     if (a.bf16) {
       const auto* x = static_cast<const std::uint16_t*>(a.x);
       pixelNormRun(a, x + base, static_cast<std::uint16_t*>(a.out) + base, p0, count, x + nextAt, nextCount);
