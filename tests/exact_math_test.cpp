@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -161,4 +162,46 @@ TEST(ExactMath, SiluAndSigmoidAccuracy) {
   EXPECT_EQ(gizml::exact::sigmoid(100.0f), 1.0f);
   EXPECT_EQ(gizml::exact::silu(100.0f), 100.0f);
   EXPECT_TRUE(std::isnan(gizml::exact::silu(std::nanf(""))));
+}
+
+TEST(Vec16, RintOrPlusZeroOverAllSmallFloats) {
+  // Every float of magnitude below 2^22 (both signs) and a spread of NaNs: the nearest integer,
+  // ties to even, as std::nearbyint gives it, a zero always +0 and a NaN +0.
+  const auto want = [](float v) {
+    if (std::isnan(v)) return 0.0f;
+    const float r = std::nearbyint(v);
+    return r == 0.0f ? 0.0f : r;
+  };
+  std::uint64_t mismatches = 0;
+  std::uint32_t first = 0;
+  const std::uint32_t limit = bitsOf(0x1p22f);
+#pragma omp parallel for schedule(static) reduction(+ : mismatches)
+  for (std::int64_t chunk = 0; chunk < 2 * static_cast<std::int64_t>(limit / 16) + (1 << 12); ++chunk) {
+    // Chunks [0, limit / 16): positive; the next as many: negative; the rest: NaNs, one in 127.
+    const std::int64_t half = limit / 16;
+    std::uint32_t base = chunk < half       ? static_cast<std::uint32_t>(chunk * 16)
+                         : chunk < 2 * half ? 0x80000000u | static_cast<std::uint32_t>((chunk - half) * 16)
+                                            : 0x7f800010u + static_cast<std::uint32_t>((chunk - 2 * half) * 16 * 127);
+    if (chunk >= 2 * half && (chunk & 1)) base |= 0x80000000u;
+    const f32x16 x = gizml::exact::fromBits(gizml::exact::iota16(base));
+    const f32x16 r = gizml::exact::rintOrPlusZero(x);
+    for (int l = 0; l < 16; ++l)
+      if (bitsOf(r[l]) != bitsOf(want(x[l])) && mismatches++ == 0) {
+#pragma omp critical
+        first = bitsOf(x[l]);
+      }
+  }
+  EXPECT_EQ(mismatches, 0u) << "first at input 0x" << std::hex << first;
+}
+
+TEST(Vec16, MaxMagnitude) {
+  // The larger magnitude, sign cleared; -0 and +0 give +0; a quiet NaN v leaves best.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float best[] = {0.0f, 0.0f, 1.0f, 1.0f, 2.0f, 0x1p-149f, 3.0f, 0.0f,
+                        5.0f, 0.0f, inf,  7.0f, 0.5f, 0.0f,       1e30f, 4.0f};
+  const float v[] = {-0.0f, 0.0f,      -2.0f, 0.5f,  -2.0f,  -0x1p-148f, nan,    -inf,
+                     -5.0f, 0x1p-149f, 1.0f,  -7.5f, -0.25f, -1e-45f,    -1e31f, -nan};
+  const f32x16 r = gizml::exact::maxMagnitude(gizml::exact::loadAll16(best), gizml::exact::loadAll16(v));
+  for (int l = 0; l < 16; ++l)
+    EXPECT_EQ(bitsOf(r[l]), bitsOf(std::isnan(v[l]) ? best[l] : std::max(best[l], std::fabs(v[l])))) << "lane " << l;
 }

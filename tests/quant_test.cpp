@@ -3,7 +3,9 @@
 // NaN and inf, the Into form, bad input.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include "reference/quant_reference.hpp"
 #include "support/preamble.hpp"
 
 namespace {
@@ -200,6 +202,55 @@ TEST(Int8Rows, NaNAndInfinity) {
     EXPECT_TRUE(sameBits(s[2], 1e-30f));
     EXPECT_TRUE(sameBits(s[3], 1e-30f));
     EXPECT_TRUE(sameBits(std::vector<float>(q.begin() + n, q.end()), std::vector<float>(3 * n, 0.0f)));
+  }
+}
+
+TEST(Int8Rows, AnyExponentEqualsTheReference) {
+  // The host keeps each row's last stage unhalved and rounds its codes without the clamp
+  // (host.cpp: codeOfTwice); it must still give the reference's bits for every magnitude: rows
+  // whose values span the whole exponent range, rows of subnormals and tiny normals (where halving
+  // rounds), rows near the top (sums that overflow to inf), rows of small integers (codes on
+  // halves) and rows with a NaN, as F32 and as BF16.
+  const std::int64_t rows = 40, n = 512;
+  std::vector<float> x(rows * n);
+  std::uint64_t state = 0x9e3779b97f4a7c15u;
+  const auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t u = next();
+      const std::uint32_t sign = static_cast<std::uint32_t>(u >> 63) << 31, mantissa = (u >> 8) & 0x7fffff;
+      int exponent;  // the biased exponent field
+      switch (r % 5) {
+        case 0: exponent = static_cast<int>(u % 255); break;        // anything finite, subnormals included
+        case 1: exponent = static_cast<int>(u % 8); break;          // subnormals and the lowest binades
+        case 2: exponent = 240 + static_cast<int>(u % 15); break;   // near FLT_MAX
+        case 3: exponent = i < 256 ? 120 : static_cast<int>(u % 6); break;  // one ordinary block, one tiny
+        default: exponent = -1; break;
+      }
+      float v;
+      if (exponent >= 0) {
+        const std::uint32_t bits = sign | static_cast<std::uint32_t>(exponent) << 23 | mantissa;
+        std::memcpy(&v, &bits, sizeof v);
+      } else {
+        v = static_cast<float>(static_cast<int>(u % 9) - 4);  // small integers
+      }
+      x[r * n + i] = v;
+    }
+  x[7 * n + 100] = kNaN;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const Tensor in = host(x, {rows, n}).to(dtype);
+    const std::vector<float> values = in.toFloats();
+    for (int bits : {8, 4}) {
+      SCOPED_TRACE(dtypeName(dtype) + " bits " + std::to_string(bits));
+      std::vector<float> q(rows * n), scale(rows);
+      gizml::reference::int8Rows(values.data(), rows, n, bits, q.data(), scale.data());
+      const auto out = netops::int8Rows(in, bits);
+      EXPECT_TRUE(sameBits(out.q.toVector<float>(), q)) << "q";
+      EXPECT_TRUE(sameBits(out.s.toVector<float>(), scale)) << "s";
+    }
   }
 }
 

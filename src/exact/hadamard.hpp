@@ -20,18 +20,22 @@ constexpr std::int64_t kHadamardBlock = 256;
 /// One output of a Hadamard stage: 0.5f * (((±u0 ± u1) ± u2) ± u3), the sign of u_e being s_e
 /// (+1 or -1, where d + e = 3 for output d: H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]]).
 /// s_e u_e is exact (u_e or -u_e) and a + (-b) is a - b in IEEE, so these are the SPEC's bits.
-template <class F, class S>
+/// Halve = false leaves out the halving, the sum alone: the host's int8Rows keeps its last stage so
+/// and halves the row's maximum and doubles its divisor instead (host.cpp, codeOfTwice).
+template <bool Halve = true, class F, class S>
 GIZML_HD F hadamardSum(F u0, F u1, F u2, F u3, S s0, S s1, S s2, S s3) {
-  return 0.5f * (((s0 * u0 + s1 * u1) + s2 * u2) + s3 * u3);
+  const F sum = ((s0 * u0 + s1 * u1) + s2 * u2) + s3 * u3;
+  if constexpr (Halve) return 0.5f * sum;
+  else return sum;
 }
 /// One group of four of a Hadamard stage, in place: u_d becomes output d (constant signs, which
-/// the compiler folds into additions and subtractions).
-template <class F>
+/// the compiler folds into additions and subtractions); unhalved where !Halve.
+template <bool Halve = true, class F>
 GIZML_HD void hadamard4(F& u0, F& u1, F& u2, F& u3) {
-  const F o0 = hadamardSum(u0, u1, u2, u3, 1.0f, 1.0f, 1.0f, -1.0f);
-  const F o1 = hadamardSum(u0, u1, u2, u3, 1.0f, 1.0f, -1.0f, 1.0f);
-  const F o2 = hadamardSum(u0, u1, u2, u3, 1.0f, -1.0f, 1.0f, 1.0f);
-  const F o3 = hadamardSum(u0, u1, u2, u3, -1.0f, 1.0f, 1.0f, 1.0f);
+  const F o0 = hadamardSum<Halve>(u0, u1, u2, u3, 1.0f, 1.0f, 1.0f, -1.0f);
+  const F o1 = hadamardSum<Halve>(u0, u1, u2, u3, 1.0f, 1.0f, -1.0f, 1.0f);
+  const F o2 = hadamardSum<Halve>(u0, u1, u2, u3, 1.0f, -1.0f, 1.0f, 1.0f);
+  const F o3 = hadamardSum<Halve>(u0, u1, u2, u3, -1.0f, 1.0f, 1.0f, 1.0f);
   u0 = o0;
   u1 = o1;
   u2 = o2;
@@ -145,10 +149,11 @@ GIZML_HD void hadamardGroup(const Row& row, F& u0, F& u1, F& u2, F& u3) {
   u3 = hadamardLanes<4>(row, hadamardLanes<1>(row, u3));
   hadamard4(u0, u1, u2, u3);  // stride 16
 }
-/// The last stage (stride 64) of vectors v[j], v[j + 4], v[j + 8], v[j + 12], in place.
-template <class F>
+/// The last stage (stride 64) of vectors v[j], v[j + 4], v[j + 8], v[j + 12], in place
+/// (unhalved where !Halve).
+template <bool Halve = true, class F>
 GIZML_HD void hadamardLast(F& u0, F& u1, F& u2, F& u3) {
-  hadamard4(u0, u1, u2, u3);
+  hadamard4<Halve>(u0, u1, u2, u3);
 }
 
 /// The regular Hadamard transform of one 256-block held as v (see the top of this file), in

@@ -323,6 +323,32 @@ GIZML_VEC void streamFence() {
 }
 GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
+/// Each lane rounded to the nearest integer (ties to even), a zero result and NaN both giving +0;
+/// for |v| < 2^22. With AVX-512 vrndscaleps rounds and vfixupimmps sends the classes QNaN, SNaN
+/// and zero to +0 and keeps every other value (its table: 4 bits a class, 8 = +0, 1 = the value);
+/// else (v + 1.5 2^23) - 1.5 2^23 rounds the same (and gives +0 for a zero), and a select the NaNs.
+GIZML_VEC f32x16 rintOrPlusZero(f32x16 v) {
+#if defined(__AVX512F__)
+  const __m512 r = _mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return (f32x16)_mm512_fixupimm_ps(r, r, _mm512_set1_epi32(0x11111888), 0);
+#else
+  const f32x16 r = (v + 12582912.0f) - 12582912.0f;
+  return select(isNan(v), f32x16{}, r);
+#endif
+}
+
+/// A running maximum of magnitudes: each lane's max(best, |v|), for best >= +0 (never -0), a quiet
+/// NaN v leaving best. With AVX-512DQ one vrangeps (IEEE 754-2008's maxNumMag with the sign
+/// cleared), which passes a signalling NaN on as a quiet one where the other path ignores it: give
+/// it results of arithmetic (never signalling).
+GIZML_VEC f32x16 maxMagnitude(f32x16 best, f32x16 v) {
+#if defined(__AVX512DQ__)
+  return (f32x16)_mm512_range_ps((__m512)best, (__m512)v, 0x0B);  // bits 1:0 = 3: larger |.|; 3:2 = 2: sign cleared
+#else
+  return maxLane(fromBits(toBits(v) & 0x7fffffffu), best);
+#endif
+}
+
 #if !defined(__AVX512F__)
 /// Quad Ea of v in the low 128 bits and quad Eb in the high: quad E is the low (E even) or high
 /// 128 bits of half E / 2 (vperm2f128's selector: 0, 1 the first source's low, high; 2, 3 the second's).

@@ -19,21 +19,40 @@ using exact::f32x16;
 
 #define GIZML_INLINE inline __attribute__((always_inline))
 
-/// A row whose first walk is done and whose codes are still to write: its kept y (n floats), its
-/// scale, its index (r < 0: none).
+/// A row whose first walk is done and whose codes are still to write: its kept z (n floats: twice
+/// its y, int8Walk), twice its scale, its index (r < 0: none).
 struct Pending {
   const float* held = nullptr;
-  float s = 0.0f;
+  float twiceScale = 0.0f;
   std::int64_t r = -1;
 };
 
-/// Walk 2 of Int8Rows::row for elements [from, to) of the pending row: the codes of its kept y.
+/// int8Code(y, s, lo, hi) of the row's y = 0.5 z (rounded) from its kept z = the last Hadamard
+/// stage's sum, unhalved: rint(z / (2 s)), a NaN or zero giving +0. The same code:
+/// - Where 0.5 z is exact, y / s and z / (2 s) are the same real number, so the same float (2 s is
+///   exact). Where it is not (|z| < 2^-125), both quotients are below 2^-26 (s >= 1e-30), so both
+///   codes are +0.
+/// - The clamp to [lo, hi] never binds: s = max(m / maxCode, 1e-30) with m = max |y| >= |y| (a NaN
+///   aside), so |y / s| <= maxCode (1 + 2^-23) < maxCode + 0.5: rint(y / s) lies in [-maxCode,
+///   maxCode], inside [lo, hi] = [-maxCode - 1, maxCode].
+/// - An infinite y makes s infinite: inf / inf is NaN and a finite y over inf is a zero, both +0.
+GIZML_INLINE f32x16 codeOfTwice(f32x16 z, float twiceScale) { return exact::rintOrPlusZero(z / twiceScale); }
+
+/// Walk 2 of Int8Rows::row for elements [from, to) of the pending row: the codes of its kept z.
+/// Everything the loop reads besides z is copied into locals first: the codes' stores might alias
+/// a and p for all the compiler knows, and it reloaded them (and tested the streaming flag) for
+/// every vector.
 GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& a, const Pending& p, std::int64_t from,
                                std::int64_t to) {
   if (p.r < 0) return;
-  const std::int64_t at0 = p.r * a.n;
-  for (std::int64_t i = from; i < to; i += 16)
-    Int8Rows::storeCodes(row, a, at0 + i, int8Code(exact::loadAll16(p.held + i), p.s, a.lo, a.hi));
+  const float* const held = p.held;
+  float* const q = static_cast<float*>(a.q) + p.r * a.n;
+  const float twiceScale = p.twiceScale;
+  const auto codes = [&](std::int64_t i) { return codeOfTwice(exact::loadAll16(held + i), twiceScale); };
+  if (row.streamStores)
+    for (std::int64_t i = from; i < to; i += 16) exact::streamStore16(q + i, codes(i));
+  else
+    for (std::int64_t i = from; i < to; i += 16) exact::storeAll16(q + i, codes(i));
 }
 
 /// The Hadamard transform of the 256-block at element b of a row on the host, through `h` (256
@@ -41,8 +60,9 @@ GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& 
 /// pieces. group(at, u) gives the 4 input vectors at element `at` (the block's vectors 4 g ..
 /// 4 g + 3); they take strides 1, 4 and 16 (hadamardGroup) and are kept in h; between(g) runs after
 /// group g. Then stride 64 across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast), handed
-/// to done(j, u) final. The same formulas and order as hadamard256, so the same bits.
-template <class Group, class Between, class Done>
+/// to done(j, u) final (unhalved where !HalveLast). The same formulas and order as hadamard256, so
+/// the same bits.
+template <bool HalveLast, class Group, class Between, class Done>
 GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::int64_t b, Group group, Between between,
                                     Done done) {
   for (int g = 0; g < 4; ++g) {
@@ -55,7 +75,7 @@ GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::in
   for (int j = 0; j < 4; ++j) {
     f32x16 u[4];
     for (int m = 0; m < 4; ++m) u[m] = exact::loadAll16(h + 16 * (j + 4 * m));
-    exact::hadamardLast(u[0], u[1], u[2], u[3]);
+    exact::hadamardLast<HalveLast>(u[0], u[1], u[2], u[3]);
     done(j, u);
   }
 }
@@ -84,7 +104,7 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) {
       for (std::int64_t b = r * a.n; b < (r + 1) * a.n; b += exact::kHadamardBlock) {
-        hadamardBlockHeld(row, held, b, loadGroupOf(x), [](int) {}, [&](int j, const f32x16(&u)[4]) {
+        hadamardBlockHeld<true>(row, held, b, loadGroupOf(x), [](int) {}, [&](int j, const f32x16(&u)[4]) {
           for (int m = 0; m < 4; ++m) {
             float* out = a.y + b + 16 * (j + 4 * m);
             if (stream) exact::streamStore16(out, u[m]);
@@ -99,26 +119,27 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
 
 /// Walk 1 of Int8Rows::row on the host for a row of n values (a multiple of 256), returning its
 /// scale. Each block goes through hadamardBlockHeld with `held` (the row's n floats, a thread's
-/// buffer in L1) as its h, so y stays there for the codes' walk; each final vector's |y| goes into
-/// the maximum. After each group, 64 codes of the `codes` row (the thread's previous one): its
-/// divisions run beside this row's additions. The same formulas and order as the row function,
-/// so the same bits.
+/// buffer in L1) as its h, so the row stays there for the codes' walk: kept as z, the last
+/// stage's sums unhalved (y = 0.5 z rounded; codeOfTwice), whose |z| go into the maximum, halved
+/// once at the end (max |y| = 0.5 max |z| rounded: rounding is monotone). After each group, 64
+/// codes of the `codes` row (the thread's previous one): its divisions run beside this row's
+/// additions. The same formulas and order as the row function, so the same bits.
 template <class Group>
 GIZML_INLINE float int8Walk(const exact::HostRow& row, const Int8Rows::Args& a, float* held, const Pending& codes,
                             Group group) {
-  f32x16 best0{}, best1{};  // the maximum is order-free (|y| has no -0; NaN never enters)
+  f32x16 best0{}, best1{};  // the maximum is order-free (a NaN z, always quiet, is left out)
   for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
-    hadamardBlockHeld(
+    hadamardBlockHeld<false>(
         row, held + b, b, group, [&](int g) { pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1)); },
         [&](int j, const f32x16(&u)[4]) {
-          best0 = exact::maxIgnoringNaN(exact::absLane(u[0]), best0);
-          best1 = exact::maxIgnoringNaN(exact::absLane(u[1]), best1);
-          best0 = exact::maxIgnoringNaN(exact::absLane(u[2]), best0);
-          best1 = exact::maxIgnoringNaN(exact::absLane(u[3]), best1);
+          best0 = exact::maxMagnitude(best0, u[0]);
+          best1 = exact::maxMagnitude(best1, u[1]);
+          best0 = exact::maxMagnitude(best0, u[2]);
+          best1 = exact::maxMagnitude(best1, u[3]);
           for (int m = 0; m < 4; ++m) exact::storeAll16(held + b + 16 * (j + 4 * m), u[m]);
         });
   }
-  return int8Scale(exact::laneMax(row, exact::maxIgnoringNaN(best1, best0)), a.maxCode);
+  return int8Scale(0.5f * exact::laneMax(row, exact::maxMagnitude(best0, best1)), a.maxCode);
 }
 
 /// The host's row loop for the 8-bit rows: OpenMP splits the rows (static), and each thread
@@ -138,7 +159,7 @@ void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
     for (std::int64_t r = 0; r < a.rows; ++r) {
       const float s = Kernel::walk(row, a, r, held[next], pending);
       a.s[r] = s;
-      pending = {held[next], s, r};
+      pending = {held[next], 2.0f * s, r};
       next ^= 1;
     }
     pendingCodes(row, Kernel::codes(a), pending, 0, a.n);
