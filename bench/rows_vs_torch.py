@@ -41,7 +41,7 @@ CASES = [
     ("BM_HadamardRows/8192/3072/real_time", "BM_Copy/8192/3072/real_time", "hadamardRows [8192, 3072]"),
     ("BM_Int8Rows/8192/3072/8/real_time", "BM_Copy/8192/3072/real_time", "int8Rows F32 [8192, 3072]"),
     ("BM_Int8RowsBF16/8192/3072/8/real_time", "BM_Copy/8192/3072/real_time", "int8Rows BF16 [8192, 3072]"),
-    ("BM_ModulatedInt8Rows/real_time", "BM_Copy/8192/3072/real_time", "modulatedInt8Rows [8192, 3072]"),
+    ("BM_ModulatedInt8Rows/8192/real_time", "BM_Copy/8192/3072/real_time", "modulatedInt8Rows [8192, 3072]"),
 ]
 
 

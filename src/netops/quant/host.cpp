@@ -18,6 +18,7 @@ namespace {
 using exact::f32x16;
 
 #define GIZML_INLINE inline __attribute__((always_inline))
+#define GIZML_INLINE_LAMBDA __attribute__((always_inline))  // a lambda's operator() inlined too
 
 /// A row whose first walk is done and whose codes are still to write: its kept z (n floats: twice
 /// its y, int8Walk), twice its scale, its index (r < 0: none).
@@ -57,27 +58,34 @@ GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& 
 
 /// The Hadamard transform of the 256-block at element b of a row on the host, through `h` (256
 /// floats in L1) rather than in 16 vectors, which AVX2's two-register f32x16 would spill as 8-byte
-/// pieces. group(at, u) gives the 4 input vectors at element `at` (the block's vectors 4 g ..
-/// 4 g + 3); they take strides 1, 4 and 16 (hadamardGroup) and are kept in h; between(g) runs after
-/// group g. Then stride 64 across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast), handed
-/// to done(j, u) final (unhalved where !HalveLast). The same formulas and order as hadamard256, so
-/// the same bits.
+/// pieces, in two kinds of piece. hadamardGroupHeld(g): group(at, u) gives the 4 input vectors at
+/// element `at` (the block's vectors 4 g .. 4 g + 3); they take strides 1, 4 and 16
+/// (hadamardGroup) and are kept in h. hadamardLastHeld(j), after the four groups: stride 64 across
+/// the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast), handed to done(j, u) final (unhalved
+/// where !HalveLast). The same formulas and order as hadamard256, so the same bits.
+template <class Group>
+GIZML_INLINE void hadamardGroupHeld(const exact::HostRow& row, float* h, std::int64_t b, int g, Group& group) {
+  f32x16 u[4];
+  group(b + 64 * g, u);
+  exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
+  for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
+}
+template <bool HalveLast, class Done>
+GIZML_INLINE void hadamardLastHeld(const float* h, int j, Done& done) {
+  f32x16 u[4];
+  for (int m = 0; m < 4; ++m) u[m] = exact::loadAll16(h + 16 * (j + 4 * m));
+  exact::hadamardLast<HalveLast>(u[0], u[1], u[2], u[3]);
+  done(j, u);
+}
+/// The whole block: its four groups, between(g) after group g, then its last stage.
 template <bool HalveLast, class Group, class Between, class Done>
 GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::int64_t b, Group group, Between between,
                                     Done done) {
   for (int g = 0; g < 4; ++g) {
-    f32x16 u[4];
-    group(b + 64 * g, u);
-    exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
-    for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
+    hadamardGroupHeld(row, h, b, g, group);
     between(g);
   }
-  for (int j = 0; j < 4; ++j) {
-    f32x16 u[4];
-    for (int m = 0; m < 4; ++m) u[m] = exact::loadAll16(h + 16 * (j + 4 * m));
-    exact::hadamardLast<HalveLast>(u[0], u[1], u[2], u[3]);
-    done(j, u);
-  }
+  for (int j = 0; j < 4; ++j) hadamardLastHeld<HalveLast>(h, j, done);
 }
 
 /// group(at, u) for hadamardBlockHeld: x's 4 vectors at element at (F32 or BF16, widened).
@@ -117,47 +125,78 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
   }
 }
 
-/// Walk 1 of Int8Rows::row on the host for a row of n values (a multiple of 256), returning its
-/// scale. Each block goes through hadamardBlockHeld with `held` (the row's n floats, a thread's
-/// buffer in L1) as its h, so the row stays there for the codes' walk: kept as z, the last
-/// stage's sums unhalved (y = 0.5 z rounded; codeOfTwice), whose |z| go into the maximum, halved
-/// once at the end (max |y| = 0.5 max |z| rounded: rounding is monotone). After each group, 64
-/// codes of the `codes` row (the thread's previous one): its divisions run beside this row's
-/// additions. The same formulas and order as the row function, so the same bits.
+/// Walk 1 of Int8Rows::row on the host for a row of n values (a multiple of 256), in steps of one
+/// group, so that another loop can drive it (ModulatedInt8RowsHost). Each block goes through
+/// hadamardGroupHeld / hadamardLastHeld with `held` (the row's n floats, a thread's buffer in L1)
+/// as its h, so the row stays there for the codes' walk: kept as z, the last stage's sums
+/// unhalved (y = 0.5 z rounded; codeOfTwice), whose |z| go into the maximum, halved once at the
+/// end (max |y| = 0.5 max |z| rounded: rounding is monotone). After each group, 64 codes of the
+/// `codes` row (the thread's previous one): its divisions run beside this row's additions. The
+/// same formulas and order as the row function, so the same bits.
+template <class Group>
+struct Int8Walker {
+  const exact::HostRow& row;
+  const Int8Rows::Args& a;
+  float* held;
+  const Pending& codes;
+  Group group;
+  f32x16 best0{}, best1{};  // the maximum is order-free (a NaN z, always quiet, is left out)
+  std::int64_t b = 0;       // the block under way
+  int g = 0;                // its next group
+
+  GIZML_INLINE bool finished() const { return b >= a.n; }
+  /// One group of the block under way; after its fourth, the block's last stage.
+  GIZML_INLINE void step() {
+    hadamardGroupHeld(row, held + b, b, g, group);
+    pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1));
+    if (++g < 4) return;
+    auto done = [&](int j, const f32x16(&u)[4]) {
+      best0 = exact::maxMagnitude(best0, u[0]);
+      best1 = exact::maxMagnitude(best1, u[1]);
+      best0 = exact::maxMagnitude(best0, u[2]);
+      best1 = exact::maxMagnitude(best1, u[3]);
+      for (int m = 0; m < 4; ++m) exact::storeAll16(held + b + 16 * (j + 4 * m), u[m]);
+    };
+    for (int j = 0; j < 4; ++j) hadamardLastHeld<false>(held + b, j, done);
+    b += exact::kHadamardBlock;
+    g = 0;
+  }
+  /// The row's scale, once finished().
+  GIZML_INLINE float scale() const {
+    return int8Scale(0.5f * exact::laneMax(row, exact::maxMagnitude(best0, best1)), a.maxCode);
+  }
+};
+
+/// Walk 1 of a row at once, returning its scale (Int8Walker).
 template <class Group>
 GIZML_INLINE float int8Walk(const exact::HostRow& row, const Int8Rows::Args& a, float* held, const Pending& codes,
                             Group group) {
-  f32x16 best0{}, best1{};  // the maximum is order-free (a NaN z, always quiet, is left out)
-  for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
-    hadamardBlockHeld<false>(
-        row, held + b, b, group, [&](int g) { pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1)); },
-        [&](int j, const f32x16(&u)[4]) {
-          best0 = exact::maxMagnitude(best0, u[0]);
-          best1 = exact::maxMagnitude(best1, u[1]);
-          best0 = exact::maxMagnitude(best0, u[2]);
-          best1 = exact::maxMagnitude(best1, u[3]);
-          for (int m = 0; m < 4; ++m) exact::storeAll16(held + b + 16 * (j + 4 * m), u[m]);
-        });
-  }
-  return int8Scale(0.5f * exact::laneMax(row, exact::maxMagnitude(best0, best1)), a.maxCode);
+  Int8Walker<Group> walker{row, a, held, codes, group};
+  while (!walker.finished()) walker.step();
+  return walker.scale();
 }
 
 /// The host's row loop for the 8-bit rows: OpenMP splits the rows (static), and each thread
-/// pipelines its own: Kernel::walk(row, a, r, held, pending) does row r's first walk and writes
-/// the previous row's codes (`pending`) on the way; the last row's codes follow the loop. Two
-/// buffers of n floats a thread, used in turn. Each row's values are the row function's.
+/// pipelines its own: Kernel::walk(row, a, r, held, pending, ahead) does row r's first walk and
+/// writes the previous row's codes (`pending`) on the way; the last row's codes follow the loop.
+/// Two buffers of n floats a thread, used in turn; `ahead`, what a kernel finds of the thread's
+/// next row during this one. Each row's values are the row function's.
 template <class Kernel>
 void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
 #pragma omp parallel
   {
-    std::vector<f32x16> buffers(static_cast<std::size_t>(2 * (a.n / 16)));
-    float* held[2] = {reinterpret_cast<float*>(buffers.data()), reinterpret_cast<float*>(buffers.data()) + a.n};
+    // The second buffer starts 256 bytes past the first's end: the codes read one at the offsets
+    // where the walk writes the other, and with n a multiple of 1024 their addresses would differ by
+    // a multiple of 4 KiB, which the core takes for a store to the same place (a load waits).
+    std::vector<f32x16> buffers(static_cast<std::size_t>(2 * (a.n / 16) + 4));
+    float* held[2] = {reinterpret_cast<float*>(buffers.data()), reinterpret_cast<float*>(buffers.data()) + a.n + 64};
     const exact::HostRow row{a.n, streamStores};
     Pending pending;
+    typename Kernel::Ahead ahead;
     int next = 0;
 #pragma omp for schedule(static) nowait
     for (std::int64_t r = 0; r < a.rows; ++r) {
-      const float s = Kernel::walk(row, a, r, held[next], pending);
+      const float s = Kernel::walk(row, a, r, held[next], pending, ahead);
       a.s[r] = s;
       pending = {held[next], 2.0f * s, r};
       next ^= 1;
@@ -169,6 +208,7 @@ void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
 
 struct Int8RowsHost {
   using Args = Int8Rows::Args;
+  struct Ahead {};
   static const Args& codes(const Args& a) { return a; }
   /// group(at, u) of an F32 row r that also asks for the next row's same 256 bytes (into L2): the
   /// hardware's prefetcher alone ran behind. On a Zen 4, 2 threads, four interleaved rounds:
@@ -181,14 +221,15 @@ struct Int8RowsHost {
       load(at, u);
     };
   }
-  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending) {
+  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
+                    Ahead&) {
     if (a.xBF16) return int8Walk(row, a, held, pending, loadGroupOf(static_cast<const std::uint16_t*>(a.x) + r * a.n));
     return int8Walk(row, a, held, pending, loadGroupAhead(static_cast<const float*>(a.x), a, r));
   }
 };
 
 /// A HostRow whose sums also run side(i) after step i (HostRow::reduceWith): modulatedStats on it
-/// writes the previous row's codes during its latency-bound dot16 chains.
+/// runs the previous row's walk during its latency-bound dot16 chains.
 template <class Side>
 struct SideRow : exact::RowSums<SideRow<Side>> {
   using F = f32x16;
@@ -202,34 +243,36 @@ struct SideRow : exact::RowSums<SideRow<Side>> {
   }
 };
 
-/// modulatedInt8RowsInto's row: modulatedNorm's statistics (the previous row's codes beside
-/// them), then modulatedNorm's values rounded to BF16 (stored to y when asked) as the blocks'
-/// input (ModulatedInt8Rows::block's steps) of int8Walk.
+/// modulatedInt8RowsInto's row: modulatedNorm's values rounded to BF16 (stored to y when asked) as
+/// the blocks' input (ModulatedInt8Rows::block's steps) of an Int8Walker, which writes the previous
+/// row's codes on the way. The statistics of the thread's next row are found meanwhile: their
+/// sums are chains of dependent fmas (dot16: each waits for the last), so they drive, and the walk
+/// takes one step every few of theirs (Ahead). Each row's values are the row function's: the
+/// statistics are modulatedStats', whoever calls them.
 struct ModulatedInt8RowsHost {
   using Args = ModulatedInt8Rows::Args;
+  /// The statistics of row r (r < 0: none yet).
+  struct Ahead {
+    std::int64_t r = -1;
+    exact::MeanRstd st{};
+  };
   static Int8Rows::Args codes(const Args& a) {
     return {{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
   }
-  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending) {
+  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
+                    Ahead& ahead) {
     const norms::ModulatedNorm::Args& m = a.norm;
     const Int8Rows::Args c = codes(a);
-    std::int64_t written = 0;  // the pending row's codes once (a centered row's stats take two sums)
-    auto side = [&](std::int64_t i) {
-      if (i != written) return;
-      pendingCodes(row, c, pending, i, i + 16);
-      written = i + 16;
-    };
-    const exact::MeanRstd st = norms::modulatedStats(SideRow<decltype(side)>{{}, a.n, row, side}, m.x + r * m.n, m.eps, m.centered);
-    pendingCodes(row, c, pending, written, a.n);  // none left unless the row has a partial step
     const std::int64_t at0 = r * m.n, mod = ModulatedInt8Rows::mapped(a, r);
     const float *x = m.x + at0, *shift = m.shift + mod * m.n, *scale = m.scale + mod * m.n;
+    const exact::MeanRstd st = ahead.r == r ? ahead.st : norms::modulatedStats(row, x, m.eps, m.centered);
     std::uint16_t* y = m.yBF16 ? m.yBF16 + at0 : nullptr;
-    // The next row's x, asked for now (into L2): its statistics' walk would otherwise wait on
-    // memory with no arithmetic beside it.
-    const float* next = r + 1 < a.rows ? x + m.n : nullptr;
-    return int8Walk(row, c, held, Pending{}, [&](std::int64_t at, f32x16(&u)[4]) {
-      if (next)
-        for (int k = 0; k < 4; ++k) __builtin_prefetch(next + at + 16 * k, 0, 2);
+    // The x after the next, asked for now (into L2): the next row's statistics, which run beside
+    // this walk, read theirs at the pace of their chains.
+    const float* later = r + 2 < a.rows ? x + 2 * m.n : nullptr;
+    auto group = [&](std::int64_t at, f32x16(&u)[4]) {
+      if (later)
+        for (int k = 0; k < 4; ++k) __builtin_prefetch(later + at + 16 * k, 0, 2);
       for (int k = 0; k < 4; ++k) {
         const std::int64_t i = at + 16 * k;
         u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
@@ -237,11 +280,25 @@ struct ModulatedInt8RowsHost {
                                                              exact::loadAll16(shift + i)));
         if (y) exact::storeBF16x16(y + i, u[k]);  // exact: u is a BF16 value already
       }
-    });
+    };
+    Int8Walker<decltype(group)> walker{row, c, held, pending, group};
+    if (r + 1 < a.rows) {
+      // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
+      // n / 64 groups: a group every 4 (8) steps.
+      const int every = m.centered ? 8 : 4;
+      int steps = 0;
+      auto side = [&](std::int64_t) GIZML_INLINE_LAMBDA {
+        if (++steps % every == 0 && !walker.finished()) walker.step();
+      };
+      ahead = {r + 1, norms::modulatedStats(SideRow<decltype(side)>{{}, a.n, row, side}, x + m.n, m.eps, m.centered)};
+    }
+    while (!walker.finished()) walker.step();
+    return walker.scale();
   }
 };
 
 #undef GIZML_INLINE
+#undef GIZML_INLINE_LAMBDA
 
 }  // namespace
 
