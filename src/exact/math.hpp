@@ -30,8 +30,17 @@ GIZML_HD F expLanes(F x) {
   const F xc = maxLane(F{} - 104.0f, minLane(F{} + 89.0f, x));
   // n = rint(x / ln 2) by the 1.5 * 2^23 trick: t's low mantissa bits hold n exactly.
   const float magic = 12582912.0f;
-  F t = xc * 1.44269502f + magic;
+  const F xlog2e = xc * 1.44269502f;
+  F t = xlog2e + magic;
   F fn = t - magic;
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+  // AVX-512 rounds to the nearest even integer in one instruction (vrndscaleps) where the trick
+  // takes two: the same n for |x log2 e| < 2^22, but -0 for a small negative (the trick gives +0).
+  // n = -0 only scales by 2^0 below, and its two products with ln 2 are then zeros whose sum with
+  // x is x, or +0 for x = -0 both ways (exact_math_test's sweep of all 2^32 floats compares them).
+  // t is not needed past here on this path.
+  if constexpr (std::is_same_v<F, f32x16>) fn = roundToEven(xlog2e);
+#endif
   // r = x - n ln2 in two steps; n * LN2_HI is exact (n has 8 bits, LN2_HI 9), each fma rounds once.
   F r = fmaLane(fn, F{} - 0.693359375f, xc);
   r = fmaLane(fn, F{} + 2.12194440e-4f, r);

@@ -51,6 +51,10 @@ GIZML_VEC f32x16 minLane(f32x16 a, f32x16 b) { return (f32x16)_mm512_min_ps((__m
 GIZML_VEC f32x16 maxLane(f32x16 a, f32x16 b) { return (f32x16)_mm512_max_ps((__m512)a, (__m512)b); }
 /// y * 2^n for integer-valued n, rounded once (into the subnormals or to inf where it must): vscalefps.
 GIZML_VEC f32x16 scaleByPowerOfTwo(f32x16 y, f32x16 n) { return (f32x16)_mm512_scalef_ps((__m512)y, (__m512)n); }
+/// Each lane rounded to the nearest integer, ties to even (vrndscaleps; -0 for a small negative).
+GIZML_VEC f32x16 roundToEven(f32x16 v) {
+  return (f32x16)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
 /// base, base + 1, ..., base + 15.
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return base + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -329,7 +333,7 @@ GIZML_VEC bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_
 /// else (v + 1.5 2^23) - 1.5 2^23 rounds the same (and gives +0 for a zero), and a select the NaNs.
 GIZML_VEC f32x16 rintOrPlusZero(f32x16 v) {
 #if defined(__AVX512F__)
-  const __m512 r = _mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = (__m512)roundToEven(v);
   return (f32x16)_mm512_fixupimm_ps(r, r, _mm512_set1_epi32(0x11111888), 0);
 #else
   const f32x16 r = (v + 12582912.0f) - 12582912.0f;
