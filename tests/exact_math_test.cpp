@@ -96,6 +96,32 @@ TEST(ExactMath, LogOverAllFloats) {
   EXPECT_LE(s.maxUlp, gizml::exact::LOG_MAX_ULP) << "worst input 0x" << std::hex << s.worstInput;
 }
 
+TEST(ExactMath, TwinLanesEqualOneVector) {
+  // exp and SiLU on two vectors side by side (exact/twin.hpp, AVX-512's single-instruction steps
+  // too) give each vector's own bits: a spread of 2^32 / 61 floats of every kind.
+  using gizml::exact::f32x16x2;
+  std::uint64_t mismatches = 0;
+#pragma omp parallel for schedule(static) reduction(+ : mismatches)
+  for (std::int64_t chunk = 0; chunk < (std::int64_t{1} << 32) / (16 * 61); ++chunk) {
+    const u32x16 bits = gizml::exact::iota16(0) * 61u + static_cast<std::uint32_t>(chunk * 16 * 61);
+    const f32x16 x = gizml::exact::fromBits(bits), y = gizml::exact::fromBits(bits ^ 0x80000000u);
+    const f32x16x2 e = gizml::exact::expLanes(f32x16x2{x, y}), s = gizml::exact::siluLanes(f32x16x2{x, y});
+    // The inputs again through memory the compiler must assume changed: else it would find the
+    // same instructions on both sides and drop the comparison.
+    float in[2][16];
+    gizml::exact::storeAll16(in[0], x);
+    gizml::exact::storeAll16(in[1], y);
+    asm volatile("" : "+m"(in));
+    const f32x16 x1 = gizml::exact::loadAll16(in[0]), y1 = gizml::exact::loadAll16(in[1]);
+    const f32x16 want[4] = {gizml::exact::expLanes(x1), gizml::exact::expLanes(y1), gizml::exact::siluLanes(x1),
+                            gizml::exact::siluLanes(y1)};
+    const f32x16 got[4] = {e.a, e.b, s.a, s.b};
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < 16; ++l) mismatches += bitsOf(got[k][l]) != bitsOf(want[k][l]);
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
 TEST(ExactMath, ExpSpecialValues) {
   using gizml::exact::exp;
   using gizml::test::sameBits;

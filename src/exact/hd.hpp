@@ -67,6 +67,10 @@ template <> struct LaneTypes<float> {
   using U = std::uint32_t;
   using I = std::int32_t;
 };
+/// Whether lane type F is the host's AVX-512 vectors (f32x16, or two side by side): formulas may
+/// take a single-instruction form of one of their steps there (vec16.hpp, twin.hpp).
+template <class F>
+inline constexpr bool kAvx512Lanes = false;
 
 }  // namespace gizml::exact
 

@@ -7,8 +7,6 @@
 // LOG_MAX_ULP (measured worst 0.8348 ulp, at x = 0x1.67cc32p+0) of the exact value.
 #pragma once
 
-#include <type_traits>
-
 #include "exact/hd.hpp"
 
 namespace gizml::exact {
@@ -39,7 +37,7 @@ GIZML_HD F expLanes(F x) {
   // n = -0 only scales by 2^0 below, and its two products with ln 2 are then zeros whose sum with
   // x is x, or +0 for x = -0 both ways (exact_math_test's sweep of all 2^32 floats compares them).
   // t is not needed past here on this path.
-  if constexpr (std::is_same_v<F, f32x16>) fn = roundToEven(xlog2e);
+  if constexpr (kAvx512Lanes<F>) fn = roundToEven(xlog2e);
 #endif
   // r = x - n ln2 in two steps; n * LN2_HI is exact (n has 8 bits, LN2_HI 9), each fma rounds once.
   F r = fmaLane(fn, F{} - 0.693359375f, xc);
@@ -57,7 +55,7 @@ GIZML_HD F expLanes(F x) {
   // back quieted, as from a product). The two products below are exact and then rounded once, so
   // it gives their bits, with a sixth of the exp's instructions fewer (exact_math_test's sweep of
   // all 2^32 floats compares them).
-  if constexpr (std::is_same_v<F, f32x16>) return scaleByPowerOfTwo(y, fn);
+  if constexpr (kAvx512Lanes<F>) return scaleByPowerOfTwo(y, fn);
 #endif
   // y * 2^n as y * 2^n1 * 2^n2 with n1 = n >> 1 (floor) and n2 = n - n1: both factors are normal
   // floats for n in [-150, 129], the first product is exact, and the second rounds once (into the

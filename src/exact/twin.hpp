@@ -102,6 +102,15 @@ GIZML_TWIN i32x16x2 isNan(const f32x16x2& x) { return {isNan(x.a), isNan(x.b)}; 
 GIZML_TWIN f32x16x2 minLane(const f32x16x2& x, const f32x16x2& y) { return {minLane(x.a, y.a), minLane(x.b, y.b)}; }
 GIZML_TWIN f32x16x2 maxLane(const f32x16x2& x, const f32x16x2& y) { return {maxLane(x.a, y.a), maxLane(x.b, y.b)}; }
 
+#if defined(__AVX512F__)
+GIZML_TWIN f32x16x2 scaleByPowerOfTwo(const f32x16x2& y, const f32x16x2& n) {
+  return {scaleByPowerOfTwo(y.a, n.a), scaleByPowerOfTwo(y.b, n.b)};
+}
+GIZML_TWIN f32x16x2 roundToEven(const f32x16x2& v) { return {roundToEven(v.a), roundToEven(v.b)}; }
+template <>
+inline constexpr bool kAvx512Lanes<f32x16x2> = true;
+#endif
+
 template <>
 GIZML_TWIN f32x16x2 broadcast<f32x16x2>(float v) {
   return {splat(v), splat(v)};

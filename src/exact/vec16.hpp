@@ -55,6 +55,8 @@ GIZML_VEC f32x16 scaleByPowerOfTwo(f32x16 y, f32x16 n) { return (f32x16)_mm512_s
 GIZML_VEC f32x16 roundToEven(f32x16 v) {
   return (f32x16)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+template <>
+inline constexpr bool kAvx512Lanes<f32x16> = true;
 /// base, base + 1, ..., base + 15.
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return base + u32x16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
