@@ -278,7 +278,7 @@ struct ModulatedInt8RowsHost {
         u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
                                                              exact::loadAll16(m.w + i), exact::loadAll16(scale + i),
                                                              exact::loadAll16(shift + i)));
-        if (y) exact::storeBF16x16(y + i, u[k]);  // exact: u is a BF16 value already
+        if (y) exact::storeLow16(y + i, exact::toBits(u[k]) >> 16);  // u is a BF16 value already: its top half
       }
     };
     Int8Walker<decltype(group)> walker{row, c, held, pending, group};
