@@ -77,14 +77,10 @@ GIZML_INLINE void hadamardLastHeld(const float* h, int j, Done& done) {
   exact::hadamardLast<HalveLast>(u[0], u[1], u[2], u[3]);
   done(j, u);
 }
-/// The whole block: its four groups, between(g) after group g, then its last stage.
-template <bool HalveLast, class Group, class Between, class Done>
-GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::int64_t b, Group group, Between between,
-                                    Done done) {
-  for (int g = 0; g < 4; ++g) {
-    hadamardGroupHeld(row, h, b, g, group);
-    between(g);
-  }
+/// The whole block: its four groups, then its last stage.
+template <bool HalveLast, class Group, class Done>
+GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::int64_t b, Group group, Done done) {
+  for (int g = 0; g < 4; ++g) hadamardGroupHeld(row, h, b, g, group);
   for (int j = 0; j < 4; ++j) hadamardLastHeld<HalveLast>(h, j, done);
 }
 
@@ -112,7 +108,7 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) {
       for (std::int64_t b = r * a.n; b < (r + 1) * a.n; b += exact::kHadamardBlock) {
-        hadamardBlockHeld<true>(row, held, b, loadGroupOf(x), [](int) {}, [&](int j, const f32x16(&u)[4]) {
+        hadamardBlockHeld<true>(row, held, b, loadGroupOf(x), [&](int j, const f32x16(&u)[4]) {
           for (int m = 0; m < 4; ++m) {
             float* out = a.y + b + 16 * (j + 4 * m);
             if (stream) exact::streamStore16(out, u[m]);

@@ -75,9 +75,9 @@ enum class Codes { F32, I8, I4 };
 
 /// Per row: y = the transform of each 256-block; s = int8Scale(max|y|); q = int8Code(y, s). The
 /// codes need the row's maximum first, so the row is walked twice; a half-warp keeps no y and
-/// transforms again on the second walk. The host runs the same formulas in its own loop
-/// (host.cpp: int8Walk keeps the row's y in L1 and transforms once, and a thread writes a row's
-/// codes during its next row's walk).
+/// transforms again on the second walk. The host gives the same bits in its own loop (host.cpp:
+/// Int8Walker keeps the row's y in L1, as 2y, and transforms once, codeOfTwice codes it, and a
+/// thread writes a row's codes during its next row's walk).
 struct Int8Rows {
   static constexpr const char* kName = "gizml::netops::int8Rows";
   struct Args : BlockRows {
