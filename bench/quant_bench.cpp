@@ -1,7 +1,8 @@
-// The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows (x F32, or BF16) and
-// hadamardRows in values/s (items) and bytes/s (x read once, the outputs written once), beside
-// BM_Copy of norms_bench.cpp (the same [8192, 3072]) for the machine's bandwidth; int8Rows also on
-// [32, 3072], which stays in the caches: the rate of its arithmetic alone. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
+// The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows (x F32, or BF16)
+// and hadamardRows in values/s (items) and bytes/s (x read once, the outputs written once), after a
+// BM_Copy of their own (the same [8192, 3072]) for the machine's bandwidth, so that a filtered or
+// shuffled run still pairs them with the right copy; int8Rows also on [32, 3072], which stays in
+// the caches: the rate of its arithmetic alone. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
 #include <benchmark/benchmark.h>
 
 #include "bench_support.hpp"
@@ -47,6 +48,7 @@ void BM_HadamardRows(benchmark::State& state) {
 
 }  // namespace
 
+GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Int8Rows)->Args({8192, 3072, 8})->Args({32, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Int8RowsBF16)->Args({8192, 3072, 8})->Args({32, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -112,15 +112,27 @@ TEST(ModulatedNorm, IsTheRowNormThenOneFma) {
 }
 
 TEST(ModulatedNorm, OnePlusScaleIsOneF32Add) {
-  // scale = 2^-25 vanishes in F32's 1 + scale: y = fma(n w, 1, shift), not n w (1 + 2^-25) + shift.
-  const std::int64_t n = 16;
+  // scale = 3 2^-25 makes F32's 1 + scale round up to 1 + 2^-23, so y = fma(n w, 1 + 2^-23, +0).
+  // n w (1 + 3 2^-25) rounded once (the factor kept exact, or n w + n w scale) differs from it in
+  // the lanes where n w's significand is 1.5 or more: the test can tell the two apart.
+  const std::int64_t n = 64;
   auto x = randomFloats(Key{100, 0}, n);
-  const std::vector<float> w(n, 1.0f), shift(n, 0.0f), scale(n, std::ldexp(1.0f, -25));
+  const float scaleValue = 3.0f * std::ldexp(1.0f, -25);
+  const std::vector<float> w = randomFloats(Key{100, 1}, n), shift(n, 0.0f), scale(n, scaleValue);
   auto y = netops::modulatedNorm(host(x, {1, n}), host(w, {n}), host(shift, {1, n}), host(scale, {1, n}),
                                  host({0}, {1}), 1e-6, false)
                .toVector<float>();
-  auto plain = netops::rmsNorm(host(x, {1, n}), host(w, {n}), 1e-6).y.toVector<float>();
-  EXPECT_TRUE(sameBits(y, plain));
+  auto nw = netops::rmsNorm(host(x, {1, n}), host(w, {n}), 1e-6).y.toVector<float>();
+  ASSERT_EQ(1.0f + scaleValue, 1.0f + std::ldexp(1.0f, -23));
+  std::vector<float> want(n);
+  int exactFactorDiffers = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    want[i] = std::fma(nw[i], 1.0f + scaleValue, 0.0f);
+    const float exactFactor = static_cast<float>(static_cast<double>(nw[i]) * (1.0 + static_cast<double>(scaleValue)));
+    exactFactorDiffers += exactFactor != want[i];
+  }
+  EXPECT_TRUE(sameBits(y, want));
+  EXPECT_GT(exactFactorDiffers, 0) << "the case must tell F32's 1 + scale from the exact factor";
 }
 
 TEST(ModulatedNorm, IntoBF16IsTheF32ResultRounded) {
@@ -169,6 +181,8 @@ TEST(ModulatedNorm, BadInput) {
   expectThrowsNaming(call(host(randomFloats(Key{1, 1}, 12), {12}), w, shift, scale, map, 1e-6), fn, "x");
   expectThrowsNaming(call(Tensor::empty({3, 0}), host({}, {0}), Tensor::empty({2, 0}), Tensor::empty({2, 0}), map, 1e-6), fn, "x");
   expectThrowsNaming(call(x, host({1, 2, 3}, {3}), shift, scale, map, 1e-6), fn, "w");
+  expectThrowsNaming(call(x, w.to(DType::BF16), shift, scale, map, 1e-6), fn, "w");
+  expectThrowsNaming(call(x, w, shift.to(DType::BF16), scale, map, 1e-6), fn, "shift");
   expectThrowsNaming(call(x, w, host(randomFloats(Key{5, 5}, 6), {2, 3}), scale, map, 1e-6), fn, "shift");
   expectThrowsNaming(call(x, w, Tensor::empty({0, 4}), Tensor::empty({0, 4}), map, 1e-6), fn, "shift");
   expectThrowsNaming(call(x, w, shift, host(randomFloats(Key{5, 5}, 12), {3, 4}), map, 1e-6), fn, "scale");
@@ -208,6 +222,31 @@ TEST(ModulatedNormCuda, BadMapSetsTheDeviceErrorFlag) {
   }
   // The flag is cleared once reported: a good map runs.
   EXPECT_NO_THROW(netops::modulatedNorm(x, w, shift, scale, host({0, 1, 1}, {3}).to(gpu), 1e-6, false).toFloats());
+}
+
+TEST(NormsCuda, MixedDevicesAreAnError) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}), w = host(randomFloats(Key{2, 2}, 4), {4});
+  Tensor shift = host(randomFloats(Key{3, 3}, 8), {2, 4}), scale = host(randomFloats(Key{4, 4}, 8), {2, 4});
+  Tensor map = host({0, 1, 1}, {3});
+  expectThrowsNaming([&] { netops::modulatedNorm(x.to(gpu), w.to(gpu), shift, scale.to(gpu), map.to(gpu), 1e-6, false); },
+                     "gizml::netops::modulatedNorm", "shift");
+  expectThrowsNaming([&] { netops::modulatedNorm(x.to(gpu), w.to(gpu), shift.to(gpu), scale.to(gpu), map, 1e-6, false); },
+                     "gizml::netops::modulatedNorm", "map");
+  expectThrowsNaming([&] {
+    netops::modulatedNormInto(x.to(gpu), w.to(gpu), shift.to(gpu), scale.to(gpu), map.to(gpu), 1e-6, false,
+                              Tensor::zeros({3, 4}, DType::BF16));
+  }, "gizml::netops::modulatedNormInto", "y");
+  expectThrowsNaming([&] {
+    netops::gatedNormAddInto(x.to(gpu), x.to(DType::BF16).to(gpu), w, shift.to(gpu), map.to(gpu), 1e-6);
+  }, "gizml::netops::gatedNormAddInto", "w");
+  const Tensor pixels = host(randomFloats(Key{5, 5}, 24), {2, 3, 4});
+  expectThrowsNaming([&] { netops::pixelNormInto(pixels.to(gpu), 1e-8, false, pixels); }, "gizml::netops::pixelNormInto",
+                     "out");
+  const Tensor channels = host(randomFloats(Key{6, 6}, 24), {4, 6});
+  expectThrowsNaming([&] { netops::groupNorm(channels.to(gpu), 2, w.to(gpu), w, 1e-5, false, DType::BF16); },
+                     "gizml::netops::groupNorm", "b");
 }
 
 // ---- gatedNormAddInto ------------------------------------------------------------------------------------
@@ -399,7 +438,9 @@ TEST(GroupNorm, BadInput) {
   expectThrowsNaming([&] { netops::groupNorm(x, 3, w, b, 1e-5, false, DType::F32); }, fn, "groups");
   expectThrowsNaming([&] { netops::groupNorm(x, -2, w, b, 1e-5, false, DType::F32); }, fn, "groups");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, host({1, 2}, {2}), b, 1e-5, false, DType::F32); }, fn, "w");
+  expectThrowsNaming([&] { netops::groupNorm(x, 2, w.to(DType::BF16), b, 1e-5, false, DType::F32); }, fn, "w");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b.to(DType::BF16), 1e-5, false, DType::F32); }, fn, "b");
+  expectThrowsNaming([&] { netops::groupNorm(x, 2, w, host({1, 2}, {2}), 1e-5, false, DType::F32); }, fn, "b");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, -1.0, false, DType::F32); }, fn, "eps");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, 1e-5, false, DType::F16); }, fn, "dtype");
 }

@@ -263,10 +263,12 @@ TEST(Int8Rows, IntoWritesTheGivenTensors) {
     EXPECT_TRUE(sameBits(q.toVector<float>(), want.q.toVector<float>()));
     EXPECT_TRUE(sameBits(s.toVector<float>(), want.s.toVector<float>()));
   }
-  // A failing call writes nothing.
+  // A failing call writes nothing: neither q nor s.
   Tensor q = Tensor::zeros({3, 512}), s = Tensor::zeros({3, 1});
   EXPECT_THROW(netops::int8RowsInto(x, q, s, 6), gizml::Error);
+  EXPECT_THROW(netops::int8RowsInto(x, q, Tensor::zeros({3, 2}), 8), gizml::Error);
   EXPECT_TRUE(sameBits(q.toVector<float>(), std::vector<float>(3 * 512, 0.0f)));
+  EXPECT_TRUE(sameBits(s.toVector<float>(), std::vector<float>(3, 0.0f)));
 }
 
 TEST(Int8Rows, NoRows) {
@@ -290,6 +292,10 @@ TEST(Int8Rows, BadInput) {
   expectThrowsNaming([&] { netops::int8RowsInto(x, Tensor::zeros({2, 512}), s); }, into, "q");
   expectThrowsNaming([&] { netops::int8RowsInto(x, q, Tensor::zeros({2})); }, into, "s");
   expectThrowsNaming([&] { netops::int8RowsInto(x, q, Tensor()); }, into, "s");
+  expectThrowsNaming([&] { netops::int8RowsInto(host(randomFloats(Key{1, 1}, 600), {2, 300}), Tensor::zeros({2, 300}), s); },
+                     into, "x");
+  expectThrowsNaming([&] { netops::int8RowsInto(x.to(DType::F16), q, s); }, into, "x");
+  expectThrowsNaming([&] { netops::int8RowsInto(Tensor(), q, s); }, into, "x");
 }
 
 TEST(Int8RowsCuda, CodesAreI8OrI4) {
@@ -332,6 +338,7 @@ TEST(ModulatedInt8Rows, EqualsModulatedNormThenInt8Rows) {
       Tensor q3 = Tensor::zeros({rows, n}), s3 = Tensor::zeros({rows, 1});
       netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q3, s3, centered, bits);
       EXPECT_TRUE(sameBits(q3.toFloats(), q.toFloats())) << "without y, the same codes";
+      EXPECT_TRUE(sameBits(s3.toFloats(), s.toFloats())) << "without y, the same scales";
     }
 }
 
@@ -339,17 +346,88 @@ TEST(ModulatedInt8Rows, BadInput) {
   const char* fn = "gizml::netops::modulatedInt8RowsInto";
   const std::int64_t rows = 2, n = 256;
   std::vector<Tensor> in = modulatedInputs(rows, n);
-  Tensor q = Tensor::zeros({rows, n}, DType::F32), s = Tensor::zeros({rows, 1}), y = Tensor::zeros({rows, n}, DType::BF16);
+  // Outputs filled with 7: a failed call must leave every one of them so.
+  Tensor q = host(std::vector<float>(rows * n, 7.0f), {rows, n}), s = host({7.0f, 7.0f}, {rows, 1});
+  Tensor y = host(std::vector<float>(rows * n, 7.0f), {rows, n}).to(DType::BF16);
   auto call = [&](const Tensor& x, const Tensor& map, const Tensor& yy, const Tensor& qq, int bits) {
     netops::modulatedInt8RowsInto(x, in[1], in[2], in[3], map, 1e-6, yy, qq, s, false, bits);
+  };
+  auto modulation = [&](const Tensor& w, const Tensor& shift, const Tensor& scale) {
+    return [=, &in] { netops::modulatedInt8RowsInto(in[0], w, shift, scale, in[4], 1e-6, y, q, s, true, 8); };
   };
   expectThrowsNaming([&] { call(in[0], in[4], y, q, 5); }, fn, "bits");
   const std::vector<Tensor> narrow = modulatedInputs(rows, 300);
   expectThrowsNaming([&] { netops::modulatedInt8RowsInto(narrow[0], narrow[1], narrow[2], narrow[3], narrow[4], 1e-6,
                                                          Tensor(), Tensor::zeros({rows, 300}), s, false); },
                      fn, "x");
-  expectThrowsNaming([&] { call(in[0], host({0, 2}, {2}), y, q, 8); }, fn, "map");
+  expectThrowsNaming([&] { call(in[0].to(DType::BF16), in[4], y, q, 8); }, fn, "x");
+  expectThrowsNaming([&] { call(Tensor(), in[4], y, q, 8); }, fn, "x");
+  expectThrowsNaming(modulation(host(randomFloats(Key{1, 2}, 128), {128}), in[2], in[3]), fn, "w");
+  expectThrowsNaming(modulation(in[1].to(DType::BF16), in[2], in[3]), fn, "w");
+  expectThrowsNaming(modulation(in[1], host(randomFloats(Key{1, 3}, 2 * 128), {2, 128}), in[3]), fn, "shift");
+  expectThrowsNaming(modulation(in[1], in[2].to(DType::BF16), in[3]), fn, "shift");
+  expectThrowsNaming(modulation(in[1], in[2], host(randomFloats(Key{1, 4}, 3 * n), {3, n})), fn, "scale");
+  expectThrowsNaming(modulation(in[1], in[2], in[3].to(DType::BF16)), fn, "scale");
+  expectThrowsNaming([&] { call(in[0], host({0}, {1}), y, q, 8); }, fn, "map");  // one entry for two rows
+  // Bad map entries (2 is past the 2 modulation rows; a fraction; a negative; NaN).
+  for (float bad : {2.0f, 0.5f, -1.0f, kNaN}) {
+    SCOPED_TRACE("map entry " + std::to_string(bad));
+    expectThrowsNaming([&] { call(in[0], host({0, bad}, {2}), y, q, 8); }, fn, "map");
+  }
+  expectThrowsNaming([&] { netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], -1.0, y, q, s, false, 8); },
+                     fn, "eps");
   expectThrowsNaming([&] { call(in[0], in[4], Tensor::zeros({rows, n}), q, 8); }, fn, "y");
+  expectThrowsNaming([&] { call(in[0], in[4], Tensor::zeros({rows, 2 * n}, DType::BF16), q, 8); }, fn, "y");
   expectThrowsNaming([&] { call(in[0], in[4], y, Tensor::zeros({rows, n}, DType::I8), 8); }, fn, "q");
-  EXPECT_TRUE(sameBits(q.toFloats(), std::vector<float>(rows * n, 0.0f))) << "a failed call writes nothing";
+  expectThrowsNaming([&] { call(in[0], in[4], y, Tensor::zeros({rows, 2 * n}), 8); }, fn, "q");
+  expectThrowsNaming([&] {
+    netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, y, q, Tensor::zeros({rows}), false, 8);
+  }, fn, "s");
+  EXPECT_TRUE(sameBits(q.toFloats(), std::vector<float>(rows * n, 7.0f))) << "a failed call writes no q";
+  EXPECT_TRUE(sameBits(y.toFloats(), std::vector<float>(rows * n, 7.0f))) << "a failed call writes no y";
+  EXPECT_TRUE(sameBits(s.toFloats(), std::vector<float>(rows, 7.0f))) << "a failed call writes no s";
+}
+
+// ---- on a GPU: bad map entries, mixed devices ---------------------------------------------------------------
+
+TEST(ModulatedInt8RowsCuda, BadMapSetsTheDeviceErrorFlag) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const std::int64_t rows = 3, n = 256;
+  std::vector<Tensor> in = modulatedInputs(rows, n);
+  for (Tensor& t : in) t = t.to(gpu);
+  Tensor q = Tensor::zeros({rows, n}, DType::I8, gpu), s = Tensor::zeros({rows, 1}, DType::F32, gpu);
+  for (float bad : {2.0f, 0.5f, -1.0f, kNaN}) {
+    SCOPED_TRACE("map entry " + std::to_string(bad));
+    const Tensor map = host({0, bad, 1}, {rows}).to(gpu);
+    expectThrowsNaming([&] {
+      netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], map, 1e-6, Tensor(), q, s, false, 8);
+      s.toFloats();
+    }, "gizml::netops::modulatedInt8RowsInto", "map");
+  }
+  // The flag is cleared once reported: a good map runs.
+  EXPECT_NO_THROW({
+    netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q, s, false, 8);
+    s.toFloats();
+  });
+}
+
+TEST(QuantCuda, MixedDevicesAreAnError) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const Tensor x = host(randomFloats(Key{12, 1}, 2 * 256), {2, 256});
+  expectThrowsNaming([&] { netops::int8RowsInto(x.to(gpu), Tensor::zeros({2, 256}), Tensor::zeros({2, 1})); },
+                     "gizml::netops::int8RowsInto", "q");
+  expectThrowsNaming([&] {
+    netops::int8RowsInto(x.to(gpu), Tensor::zeros({2, 256}, DType::I8, gpu), Tensor::zeros({2, 1}));
+  }, "gizml::netops::int8RowsInto", "s");
+  std::vector<Tensor> in = modulatedInputs(2, 256);
+  const Tensor q = Tensor::zeros({2, 256}, DType::I8, gpu), s = Tensor::zeros({2, 1}, DType::F32, gpu);
+  expectThrowsNaming([&] {
+    netops::modulatedInt8RowsInto(in[0].to(gpu), in[1], in[2].to(gpu), in[3].to(gpu), in[4].to(gpu), 1e-6, Tensor(), q, s, false);
+  }, "gizml::netops::modulatedInt8RowsInto", "w");
+  expectThrowsNaming([&] {
+    netops::modulatedInt8RowsInto(in[0].to(gpu), in[1].to(gpu), in[2].to(gpu), in[3].to(gpu), in[4].to(gpu), 1e-6,
+                                  Tensor::zeros({2, 256}, DType::BF16), q, s, false);
+  }, "gizml::netops::modulatedInt8RowsInto", "y");
 }
