@@ -303,6 +303,16 @@ TEST(Int8RowsCuda, CodesAreI8OrI4) {
   const Tensor x = host(randomFloats(Key{10, 1}, 3 * 512), {3, 512}).to(Device::cuda(0));
   EXPECT_EQ(netops::int8Rows(x, 8).q.dtype(), DType::I8);
   EXPECT_EQ(netops::int8Rows(x, 4).q.dtype(), DType::I4);
+  // I4's bytes: two codes a byte, the even element's in the low nibble (two's complement), the
+  // codes the host's.
+  const Tensor q4 = netops::int8Rows(x, 4).q.to(Device::host());
+  const std::vector<float> want = netops::int8Rows(x.to(Device::host()), 4).q.toVector<float>();
+  const auto* bytes = static_cast<const std::uint8_t*>(q4.raw());
+  for (std::size_t i = 0; i < want.size(); i += 2) {
+    const unsigned lo = static_cast<unsigned>(static_cast<int>(want[i])) & 15u;
+    const unsigned hi = static_cast<unsigned>(static_cast<int>(want[i + 1])) & 15u;
+    ASSERT_EQ(bytes[i / 2], lo | (hi << 4)) << "byte " << i / 2;
+  }
   Tensor q = Tensor::zeros({3, 512}, DType::F32, x.device()), s = Tensor::zeros({3, 1}, DType::F32, x.device());
   expectThrowsNaming([&] { netops::int8RowsInto(x, q, s); }, "gizml::netops::int8RowsInto", "q");
 }
