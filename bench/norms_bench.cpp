@@ -46,13 +46,15 @@ void timed(benchmark::State& state, gizml::Device d, std::size_t bytes, Op op) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
+// Argument 0: the RMS norm (AdaLN over rms_norm), 1: centered (over layer_norm: a mean first).
 void BM_ModulatedNorm(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor x = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d);
   const Modulation m(d);
+  const bool centered = state.range(0) != 0;
   Tensor y = Tensor::empty({kRows, kWidth}, d.isHost() ? DType::F32 : DType::BF16, d);
   timed(state, d, x.bytes() + y.bytes(),
-        [&] { netops::modulatedNormInto(x, m.w, m.shift, m.scale, m.map, 1e-6, false, y); });
+        [&] { netops::modulatedNormInto(x, m.w, m.shift, m.scale, m.map, 1e-6, centered, y); });
 }
 
 void BM_GatedNormAdd(benchmark::State& state) {
@@ -110,7 +112,7 @@ void BM_RowNormRope(benchmark::State& state) {  // BF16 rows of 3072, heads of 1
 }  // namespace
 
 GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kRows, kWidth})->Unit(benchmark::kMillisecond)->UseRealTime();
-GIZML_BENCHMARK(BM_ModulatedNorm)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_ModulatedNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_ModulatedInt8Rows)->Arg(kRows)->Arg(32)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();

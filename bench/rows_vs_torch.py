@@ -35,7 +35,8 @@ CASES = [
     ("BM_PixelNorm/1/real_time", "BM_Copy/8192/3072/real_time", "pixelNorm + SiLU"),
     ("BM_GroupNorm/0/real_time", "BM_Copy/8192/3072/real_time", "groupNorm [512, 48 x 1024] / 32"),
     ("BM_GroupNorm/1/real_time", "BM_Copy/8192/3072/real_time", "groupNorm + SiLU"),
-    ("BM_ModulatedNorm/real_time", "BM_Copy/8192/3072/real_time", "modulatedNorm RMS [8192, 3072]"),
+    ("BM_ModulatedNorm/0/real_time", "BM_Copy/8192/3072/real_time", "modulatedNorm RMS [8192, 3072]"),
+    ("BM_ModulatedNorm/1/real_time", "BM_Copy/8192/3072/real_time", "modulatedNorm centered"),
     ("BM_GatedNormAdd/real_time", "BM_Copy/8192/3072/real_time", "gatedNormAdd [8192, 3072]"),
     ("BM_RowNormRope/real_time", "BM_Copy/8192/3072/real_time", "rowNormRope BF16 [8192, 3072]"),
     ("BM_HadamardRows/8192/3072/real_time", "BM_Copy/8192/3072/real_time", "hadamardRows [8192, 3072]"),
@@ -169,6 +170,8 @@ def diffusion_times(torch, F, g, t):
     yout = torch.empty_like(x)
     t["modulatedNorm RMS [8192, 3072]"] = median_time(
         lambda: torch.addcmul(shift, F.rms_norm(x, [width], w, 1e-6), scale1, out=yout))
+    t["modulatedNorm centered"] = median_time(
+        lambda: torch.addcmul(shift, F.layer_norm(x, [width], w, None, 1e-6), scale1, out=yout))
     ybf = torch.randn(rows // mods, mods, width, generator=g).to(torch.bfloat16)
     gate = torch.randn(1, mods, width, generator=g)
     t["gatedNormAdd [8192, 3072]"] = median_time(lambda: x.addcmul_(F.rms_norm(ybf.float(), [width], w, 1e-6), gate))
