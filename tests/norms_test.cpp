@@ -247,6 +247,23 @@ TEST(NormsCuda, MixedDevicesAreAnError) {
   const Tensor channels = host(randomFloats(Key{6, 6}, 24), {4, 6});
   expectThrowsNaming([&] { netops::groupNorm(channels.to(gpu), 2, w.to(gpu), w, 1e-5, false, DType::BF16); },
                      "gizml::netops::groupNorm", "b");
+  expectThrowsNaming([&] {
+    netops::groupNormInto(channels.to(gpu), 2, w.to(gpu), w.to(gpu), 1e-5, false, Tensor::zeros({4, 6}, DType::BF16));
+  }, "gizml::netops::groupNormInto", "out");
+}
+
+TEST(GroupNormCuda, IntoEqualsGroupNormAndRunsInPlace) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const Tensor xg = host(randomFloats(Key{6, 6}, 24), {4, 6}).to(gpu), wg = host(randomFloats(Key{2, 2}, 4), {4}).to(gpu);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    Tensor out = Tensor::zeros({4, 6}, dtype, gpu);
+    netops::groupNormInto(xg, 2, wg, wg, 1e-5, true, out);
+    EXPECT_TRUE(sameBits(out.toFloats(), netops::groupNorm(xg, 2, wg, wg, 1e-5, true, dtype).toFloats()));
+  }
+  Tensor inPlace = xg.clone();
+  netops::groupNormInto(inPlace, 2, wg, wg, 1e-5, true, inPlace);
+  EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::groupNorm(xg, 2, wg, wg, 1e-5, true, DType::F32).toFloats()));
 }
 
 // ---- gatedNormAddInto ------------------------------------------------------------------------------------
@@ -443,6 +460,44 @@ TEST(GroupNorm, BadInput) {
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, host({1, 2}, {2}), 1e-5, false, DType::F32); }, fn, "b");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, -1.0, false, DType::F32); }, fn, "eps");
   expectThrowsNaming([&] { netops::groupNorm(x, 2, w, b, 1e-5, false, DType::F16); }, fn, "dtype");
+}
+
+TEST(GroupNorm, IntoEqualsGroupNormAndRunsInPlace) {
+  // Into out of either dtype: groupNorm's bits. In place (out = x, F32): the same bits too, on the
+  // host's fused path (a thread takes a group: 64 groups) and its two passes (2 groups).
+  for (std::int64_t groups : {2, 64})
+    for (bool act : {false, true}) {
+      SCOPED_TRACE("groups " + std::to_string(groups) + (act ? " SiLU" : ""));
+      const std::int64_t c = 128, spatial = 40;
+      const Tensor x = host(randomFloats(Key{180, static_cast<std::uint32_t>(groups)}, c * spatial, 2.0f), {c, 4, 10});
+      const Tensor w = host(randomFloats(Key{181, 0}, c), {c}), b = host(randomFloats(Key{182, 0}, c), {c});
+      for (DType dtype : {DType::F32, DType::BF16}) {
+        Tensor out = Tensor::zeros({c, 4, 10}, dtype);
+        netops::groupNormInto(x, groups, w, b, 1e-5, act, out);
+        EXPECT_TRUE(sameBits(out.toFloats(), netops::groupNorm(x, groups, w, b, 1e-5, act, dtype).toFloats()));
+      }
+      Tensor inPlace = x.clone();
+      netops::groupNormInto(inPlace, groups, w, b, 1e-5, act, inPlace);
+      EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::groupNorm(x, groups, w, b, 1e-5, act, DType::F32).toFloats()));
+    }
+}
+
+TEST(GroupNorm, IntoBadInput) {
+  const char* fn = "gizml::netops::groupNormInto";
+  Tensor x = host(randomFloats(Key{1, 1}, 24), {4, 6});
+  Tensor w = host(randomFloats(Key{2, 2}, 4), {4}), b = host(randomFloats(Key{3, 3}, 4), {4});
+  Tensor out = host(std::vector<float>(24, 7.0f), {4, 6});
+  expectThrowsNaming([&] { netops::groupNormInto(Tensor(), 2, w, b, 1e-5, false, out); }, fn, "x");
+  expectThrowsNaming([&] { netops::groupNormInto(x, 3, w, b, 1e-5, false, out); }, fn, "groups");
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, host({1, 2}, {2}), b, 1e-5, false, out); }, fn, "w");
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, w, host({1, 2}, {2}), 1e-5, false, out); }, fn, "b");
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, w, b, -1.0, false, out); }, fn, "eps");
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, w, b, 1e-5, false, Tensor()); }, fn, "out");
+  Tensor f16 = host(std::vector<float>(24, 7.0f), {4, 6}).to(DType::F16);
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, w, b, 1e-5, false, f16); }, fn, "out");
+  Tensor wrongShape = host(std::vector<float>(24, 7.0f), {6, 4});
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, w, b, 1e-5, false, wrongShape); }, fn, "out");
+  EXPECT_TRUE(allEqual(out, 7.0f) && allEqual(f16, 7.0f) && allEqual(wrongShape, 7.0f)) << "outputs untouched";
 }
 
 // ---- rowNormRopeInto -----------------------------------------------------------------------------------

@@ -110,6 +110,7 @@ void bindNetops(nb::module_& parent) {
   m.def("gatedNormAddInto", &n::gatedNormAddInto, "x"_a, "y"_a, "w"_a, "gate"_a, "map"_a, "eps"_a);
   m.def("pixelNormInto", &n::pixelNormInto, "x"_a, "eps"_a, "act"_a, "out"_a);
   m.def("groupNorm", &n::groupNorm, "x"_a, "groups"_a, "w"_a, "b"_a, "eps"_a, "act"_a, "dtype"_a = DType::F32);
+  m.def("groupNormInto", &n::groupNormInto, "x"_a, "groups"_a, "w"_a, "b"_a, "eps"_a, "act"_a, "out"_a);
   m.def("rowNormRopeInto",
         [](const Gpu& g, Address atRows, std::int64_t stride, std::int64_t rows, std::int64_t width,
            std::int64_t head, Address w, double eps, Address cos, Address sin) {

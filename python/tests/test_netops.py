@@ -121,7 +121,12 @@ def test_every_other_op_runs():
     out = Tensor.empty([2, 4, 9])
     n.pixelNormInto(px, 1e-8, True, out)
     assert np.isfinite(np.from_dlpack(out)).all()
-    assert n.groupNorm(normal(45, [4, 8]), 2, normal(46, [4]), normal(47, [4]), 1e-5, False).shape == [4, 8]
+    gx, gw, gb = normal(45, [4, 8]), normal(46, [4]), normal(47, [4])
+    gy = n.groupNorm(gx, 2, gw, gb, 1e-5, False)
+    assert gy.shape == [4, 8]
+    gout = Tensor.empty([4, 8], DType.BF16)
+    n.groupNormInto(gx, 2, gw, gb, 1e-5, False, gout)
+    assert host_bytes(gout) == host_bytes(n.groupNorm(gx, 2, gw, gb, 1e-5, False, DType.BF16))
     # The 8-bit rows.
     assert host_bytes(n.rotateWeightRows(xs)) == host_bytes(n.hadamardRows(xs))
     q, s = Tensor.empty([rows, width]), Tensor.empty([rows, 1])
@@ -201,6 +206,8 @@ def test_bad_input_raises_the_cpp_message():
     expect_error(lambda: n.hadamardRows(normal(1, [2, 100])), "hadamardRows", "x")
     expect_error(lambda: n.int8Rows(normal(1, [2, 256]), 5), "int8Rows", "bits")
     expect_error(lambda: n.groupNorm(normal(1, [6, 4]), 4, normal(2, [6]), normal(3, [6]), 1e-5, False), "groupNorm")
+    expect_error(lambda: n.groupNormInto(normal(1, [6, 4]), 3, normal(2, [6]), normal(3, [6]), 1e-5, False,
+                                         Tensor.empty([6, 5])), "groupNormInto", "out")
     expect_error(lambda: n.splitSumInto(Gpu.host(), 0, 0, 4, 1, False), "splitSumInto")
     expect_error(lambda: n.argmaxInto(Gpu.host(), 1, 10, 5, False, x.data_ptr(), x.data_ptr()), "argmaxInto")
     expect_error(lambda: lazyMatmul(x, normal(1, [2, 8])).bias(normal(2, [3])).store(), "bias")
@@ -226,7 +233,7 @@ def test_lazy_describes_its_output():
 # Every op of gizml.netops is called by a test above; a new binding must be added here with its test.
 NETOPS_TESTED = """layerNorm layerNormGrad rmsNorm crossEntropyLoss crossEntropyRows crossEntropyGrad argmax dropout
     affine patchRows im2col col2im im2col1d col2im1d conv1d convTranspose1d pool2d pool2dGrad causalMask
-    modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm rowNormRopeInto hadamardRows
+    modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm groupNormInto rowNormRopeInto hadamardRows
     rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto argmaxInto candidatesInto splitSumInto
     normRotateInto siluMulRotatedInto sampleCandidates attention headPrepInPlace attendedRows attentionRows
     crossAttentionRows neighborhood3d""".split()

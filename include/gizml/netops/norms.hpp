@@ -72,5 +72,10 @@ inline constexpr std::int64_t GROUP_SLICES = 16;
 /// to f64 for var + eps. Returns x's shape, on x's device.
 Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
                  DType dtype);
+/// groupNorm into out (x's shape and device, F32 or BF16: the dtype the values are stored as).
+/// out may be x itself (F32, in place: each value is read before it is written); no other overlap
+/// of out with x, w or b is allowed. A failed check leaves out untouched.
+void groupNormInto(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
+                   const Tensor& out);
 
 }  // namespace gizml::netops

@@ -249,9 +249,10 @@ void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
                                                    x.dim(2), eps32, act});
 }
 
-Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
-                 DType dtype) {
-  const char* fn = "gizml::netops::groupNorm";
+namespace {
+
+/// groupNorm's checks but the output's, naming `fn`; eps rounded to F32.
+float checkGroupNorm(const char* fn, const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps) {
   detail::requireDType(fn, "x", x, DType::F32);
   detail::requireRankAtLeast(fn, "x", x, 1);
   const std::int64_t c = x.dim(0);
@@ -260,28 +261,55 @@ Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Te
   detail::requireVector(fn, "w", w, c);
   detail::requireVector(fn, "b", b, c);
   detail::requireSameDevice(fn, {{"x", &x}, {"w", &w}, {"b", &b}});
-  const float eps32 = detail::checkedEps(fn, eps);
-  if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
-  Tensor y = Tensor::empty(x.shape(), dtype, x.device());
-  if (x.numel() == 0) return y;
-  const std::int64_t spatial = x.numel() / c, length = x.numel() / groups;
+  return detail::checkedEps(fn, eps);
+}
+
+/// groupNorm of checked arguments into y (x's shape and device, F32 or BF16; y may be x).
+void groupNormRun(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, float eps32, bool act,
+                  const Tensor& y) {
+  if (x.numel() == 0) return;
+  const std::int64_t c = x.dim(0), spatial = x.numel() / c, length = x.numel() / groups;
   const Gpu gpu = detail::gpuOf(x);
-  // The slices' partial sums (2 floats a slice), then the channels; on a GPU in stream order.
+  // The slices' partial sums (2 floats a slice), then the channels; on a GPU in stream order. The
+  // slices read all of a group before its channels write any of it, so y may be x.
   Tensor partial = Tensor::empty({groups * norms::kGroupSlices * 2}, DType::F32, x.device());
   const norms::GroupNormSlices::Args slices{x.data<float>(), groups * norms::kGroupSlices,
                                             (length + norms::kGroupSlices - 1) / norms::kGroupSlices, length,
                                             partial.data<float>()};
-  const bool bf16 = dtype == DType::BF16;
-  const norms::GroupNorm::Args channels{x.data<float>(), w.data<float>(), b.data<float>(), partial.data<float>(), eps32,
-                                        act, c, spatial, c / groups, bf16 ? nullptr : y.data<float>(),
-                                        bf16 ? y.data<std::uint16_t>() : nullptr};
+  const bool bf16 = y.dtype() == DType::BF16;
+  const norms::GroupNorm::Args channels{x.data<float>(), w.data<float>(), b.data<float>(), partial.data<float>(),
+                                        eps32, act, c, spatial, c / groups,
+                                        bf16 ? nullptr : y.data<float>(), bf16 ? y.data<std::uint16_t>() : nullptr};
   if (x.device().isHost()) {
     norms::groupNormHost(slices, channels);
   } else {
     detail::run<norms::GroupNormSlices>(gpu, slices);
     detail::run<norms::GroupNorm>(gpu, channels);
   }
+}
+
+}  // namespace
+
+Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
+                 DType dtype) {
+  const char* fn = "gizml::netops::groupNorm";
+  const float eps32 = checkGroupNorm(fn, x, groups, w, b, eps);
+  if (dtype != DType::F32 && dtype != DType::BF16) fail(fn, "dtype", "expected F32 or BF16, got " + dtypeName(dtype));
+  Tensor y = Tensor::empty(x.shape(), dtype, x.device());
+  groupNormRun(x, groups, w, b, eps32, act, y);
   return y;
+}
+
+void groupNormInto(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
+                   const Tensor& out) {
+  const char* fn = "gizml::netops::groupNormInto";
+  const float eps32 = checkGroupNorm(fn, x, groups, w, b, eps);
+  detail::requireDefined(fn, "out", out);
+  if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
+    fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
+  detail::requireShape(fn, "out", out, x.shape());
+  detail::requireSameDevice(fn, {{"x", &x}, {"out", &out}});
+  groupNormRun(x, groups, w, b, eps32, act, out);
 }
 
 void rowNormRopeInto(const Gpu& gpu, std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width,
