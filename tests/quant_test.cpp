@@ -129,6 +129,22 @@ TEST(HadamardRows, Bf16RowsAreTheirF32Values) {
   }
 }
 
+TEST(HadamardRows, IntoEqualsHadamardRowsAndRunsInPlace) {
+  // Rows of one and of three blocks, F32 and BF16 x; in place for F32 (y = x).
+  for (std::int64_t n : {256, 768}) {
+    SCOPED_TRACE(n);
+    const Tensor x = host(withSpecials(Key{7, static_cast<std::uint32_t>(n)}, 5 * n), {5, n});
+    for (const Tensor& in : {x, x.to(DType::BF16)}) {
+      Tensor y = Tensor::zeros({5, n});
+      netops::hadamardRowsInto(in, y);
+      EXPECT_TRUE(sameBits(y.toVector<float>(), netops::hadamardRows(in).toVector<float>()));
+    }
+    Tensor inPlace = x.clone();
+    netops::hadamardRowsInto(inPlace, inPlace);
+    EXPECT_TRUE(sameBits(inPlace.toVector<float>(), netops::hadamardRows(x).toVector<float>()));
+  }
+}
+
 TEST(HadamardRows, BadInput) {
   const char* fn = "gizml::netops::hadamardRows";
   expectThrowsNaming([] { netops::hadamardRows(host(randomFloats(Key{1, 1}, 2 * 255), {2, 255})); }, fn, "x");
@@ -137,6 +153,15 @@ TEST(HadamardRows, BadInput) {
   expectThrowsNaming([] { netops::hadamardRows(Tensor::zeros({2, 256}, DType::F16)); }, fn, "x");
   expectThrowsNaming([] { netops::hadamardRows(Tensor()); }, fn, "x");
   expectThrowsNaming([] { netops::rotateWeightRows(Tensor::zeros({2, 100})); }, "gizml::netops::rotateWeightRows", "w");
+  const char* into = "gizml::netops::hadamardRowsInto";
+  const Tensor x = host(randomFloats(Key{1, 2}, 2 * 256), {2, 256});
+  Tensor y = host(std::vector<float>(2 * 256, 7.0f), {2, 256});
+  expectThrowsNaming([&] { netops::hadamardRowsInto(host(randomFloats(Key{1, 1}, 2 * 300), {2, 300}), y); }, into, "x");
+  expectThrowsNaming([&] { netops::hadamardRowsInto(x, Tensor()); }, into, "y");
+  expectThrowsNaming([&] { netops::hadamardRowsInto(x, Tensor::zeros({2, 256}, DType::BF16)); }, into, "y");
+  expectThrowsNaming([&] { netops::hadamardRowsInto(x, Tensor::zeros({1, 512})); }, into, "y");
+  expectThrowsNaming([&] { netops::hadamardRowsInto(x.to(DType::BF16), y.to(DType::BF16)); }, into, "y");
+  EXPECT_TRUE(sameBits(y.toVector<float>(), std::vector<float>(2 * 256, 7.0f))) << "y untouched";
 }
 
 // ---- int8Rows ---------------------------------------------------------------------------------------
@@ -398,6 +423,18 @@ TEST(ModulatedInt8Rows, BadInput) {
   EXPECT_TRUE(sameBits(s.toFloats(), std::vector<float>(rows, 7.0f))) << "a failed call writes no s";
 }
 
+TEST(HadamardRowsCuda, IntoEqualsHadamardRowsAndRunsInPlace) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const Tensor x = host(withSpecials(Key{13, 1}, 3 * 768), {3, 768}).to(gpu);
+  Tensor y = Tensor::zeros({3, 768}, DType::F32, gpu);
+  netops::hadamardRowsInto(x.to(DType::BF16), y);
+  EXPECT_TRUE(sameBits(y.toFloats(), netops::hadamardRows(x.to(DType::BF16)).toFloats()));
+  Tensor inPlace = x.clone();
+  netops::hadamardRowsInto(inPlace, inPlace);
+  EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::hadamardRows(x).toFloats()));
+}
+
 // ---- on a GPU: bad map entries, mixed devices ---------------------------------------------------------------
 
 TEST(ModulatedInt8RowsCuda, BadMapSetsTheDeviceErrorFlag) {
@@ -426,6 +463,8 @@ TEST(QuantCuda, MixedDevicesAreAnError) {
   GIZML_NEED_GPU();
   const Device gpu = Device::cuda(0);
   const Tensor x = host(randomFloats(Key{12, 1}, 2 * 256), {2, 256});
+  expectThrowsNaming([&] { netops::hadamardRowsInto(x.to(gpu), Tensor::zeros({2, 256})); },
+                     "gizml::netops::hadamardRowsInto", "y");
   expectThrowsNaming([&] { netops::int8RowsInto(x.to(gpu), Tensor::zeros({2, 256}), Tensor::zeros({2, 1})); },
                      "gizml::netops::int8RowsInto", "q");
   expectThrowsNaming([&] {

@@ -121,6 +121,7 @@ void bindNetops(nb::module_& parent) {
 
   // quant.hpp: the 8-bit rows
   m.def("hadamardRows", &n::hadamardRows, "x"_a);
+  m.def("hadamardRowsInto", &n::hadamardRowsInto, "x"_a, "y"_a);
   m.def("rotateWeightRows", &n::rotateWeightRows, "w"_a);
   m.def("int8Rows", &n::int8Rows, "x"_a, "bits"_a = 8);
   m.def("int8RowsInto", &n::int8RowsInto, "x"_a, "q"_a, "s"_a, "bits"_a = 8);

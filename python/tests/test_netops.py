@@ -129,6 +129,9 @@ def test_every_other_op_runs():
     assert host_bytes(gout) == host_bytes(n.groupNorm(gx, 2, gw, gb, 1e-5, False, DType.BF16))
     # The 8-bit rows.
     assert host_bytes(n.rotateWeightRows(xs)) == host_bytes(n.hadamardRows(xs))
+    hy = Tensor.empty([rows, width])
+    n.hadamardRowsInto(xs, hy)
+    assert host_bytes(hy) == host_bytes(n.hadamardRows(xs))
     q, s = Tensor.empty([rows, width]), Tensor.empty([rows, 1])
     n.int8RowsInto(xs, q, s)
     r = n.int8Rows(xs)
@@ -204,6 +207,7 @@ def test_bad_input_raises_the_cpp_message():
     expect_error(lambda: n.pool2d(normal(1, [1, 1, 2, 2]), 3, 1, False), "pool2d", "size")
     expect_error(lambda: n.im2col(x, 3, 3, 1, 0), "im2col", "x")
     expect_error(lambda: n.hadamardRows(normal(1, [2, 100])), "hadamardRows", "x")
+    expect_error(lambda: n.hadamardRowsInto(normal(1, [2, 256]), Tensor.empty([2, 512])), "hadamardRowsInto", "y")
     expect_error(lambda: n.int8Rows(normal(1, [2, 256]), 5), "int8Rows", "bits")
     expect_error(lambda: n.groupNorm(normal(1, [6, 4]), 4, normal(2, [6]), normal(3, [6]), 1e-5, False), "groupNorm")
     expect_error(lambda: n.groupNormInto(normal(1, [6, 4]), 3, normal(2, [6]), normal(3, [6]), 1e-5, False,
@@ -234,7 +238,7 @@ def test_lazy_describes_its_output():
 NETOPS_TESTED = """layerNorm layerNormGrad rmsNorm crossEntropyLoss crossEntropyRows crossEntropyGrad argmax dropout
     affine patchRows im2col col2im im2col1d col2im1d conv1d convTranspose1d pool2d pool2dGrad causalMask
     modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm groupNormInto rowNormRopeInto hadamardRows
-    rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto argmaxInto candidatesInto splitSumInto
+    hadamardRowsInto rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto argmaxInto candidatesInto splitSumInto
     normRotateInto siluMulRotatedInto sampleCandidates attention headPrepInPlace attendedRows attentionRows
     crossAttentionRows neighborhood3d""".split()
 

@@ -15,6 +15,10 @@ namespace gizml::netops {
 /// out[i] = 0.5f * (((±u0 ± u1) ± u2) ± u3), u_e = in[b + e s], d = (i / s) % 4, b = i - d s, the
 /// signs row d of H4. A NaN makes its whole 256-block NaN; a ±inf makes it ±inf (two may make NaN).
 Tensor hadamardRows(const Tensor& x);
+/// hadamardRows into y (F32, x's shape and device). y may be x itself (F32, in place: each
+/// 256-block is read whole before any of it is written); no other overlap is allowed. A failed
+/// check leaves y untouched.
+void hadamardRowsInto(const Tensor& x, const Tensor& y);
 /// Weight rows w [out, in] rotated to fit activations rotated by hadamardRows: (x H)(w H)ᵀ =
 /// x wᵀ, H being symmetric and its own inverse, so this is the same transform of each 256 values
 /// of each row — an alias of hadamardRows (errors name this function and `w`).

@@ -362,6 +362,17 @@ void int8RowsRun(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
 
 Tensor hadamardRows(const Tensor& x) { return hadamardRowsOf("gizml::netops::hadamardRows", "x", x); }
 
+void hadamardRowsInto(const Tensor& x, const Tensor& y) {
+  const char* fn = "gizml::netops::hadamardRowsInto";
+  checkBlockRows(fn, "x", x, false);
+  detail::requireDefined(fn, "y", y);
+  detail::requireDType(fn, "y", y, DType::F32);
+  detail::requireShape(fn, "y", y, x.shape());
+  detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}});
+  // In place is safe: the host and the GPU read a whole 256-block before writing any of it.
+  detail::run<quant::HadamardRows>(detail::gpuOf(x), {blockRowsOf(x), y.data<float>()});
+}
+
 Tensor rotateWeightRows(const Tensor& w) { return hadamardRowsOf("gizml::netops::rotateWeightRows", "w", w); }
 
 Int8RowsResult int8Rows(const Tensor& x, int bits) {
