@@ -24,7 +24,9 @@
 # machine without a GPU (with GIZML_REQUIRE_GPU=0, which lets the GPU steps pass without a GPU).
 # Then one summary line a step and "gpu-check: all passed" (exit 0) or not (exit 1). The whole log goes
 # to $OUT/gpu-check.log when OUT is set, else to <build>/gpu-check.log; each test program's full gtest
-# output to gpu-check-logs/ beside it.
+# output to gpu-check-logs/ beside it. With OUT set (the device tool, which brings back at most 8
+# files), gpu-check-logs/ and the training run's train-check/ end as one archive,
+# $OUT/gpu-check-logs.tgz: two files come back in all.
 #   usage: tools/gpu-check.sh [build folder, default build-gpu]
 # Limits in seconds, from the environment: GPU_CHECK_TOTAL_LIMIT (540), GPU_CHECK_TEST_LIMIT (300, the
 # CUDA tests step), GPU_CHECK_PROGRAM_LIMIT (90, one test program there), GPU_CHECK_SWEEP_LIMIT (150,
@@ -302,4 +304,13 @@ gtest_unfinished() {
   echo "gpu-check: NOT all passed"
   exit 1
 } 2>&1 | tee "$LOG"
-exit "${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+if [ -n "${OUT:-}" ] && [ -d "$LOGDIR" ]; then
+  packed=(gpu-check-logs)
+  [ -d "$OUT/train-check" ] && packed+=(train-check)
+  if tar -czf "$OUT/gpu-check-logs.tgz" -C "$OUT" "${packed[@]}"; then
+    rm -rf "$LOGDIR" "$OUT/train-check"
+    echo "gpu-check: the programs' logs are in $OUT/gpu-check-logs.tgz"
+  fi
+fi
+exit "$status"
