@@ -140,8 +140,8 @@ const GroupShape kGroupShapes[] = {{{1}, 1},          {{2, 3}, 1},         {{4, 
 
 /// groupNorm of x (NaN / ±inf / -0 planted in the last group only, so the other groups stay
 /// finite); a group is an item (the run takes the groups from x's channels).
-Case groupNormCase(const GroupShape& s, DType dtype, bool act) {
-  Case c{.op = "groupNorm", .name = s.name() + " " + dtypeName(dtype) + (act ? " silu" : "")};
+Case groupNormCase(const GroupShape& s, DType dtype, bool act, bool into = false) {
+  Case c{.op = into ? "groupNormInto" : "groupNorm", .name = s.name() + " " + dtypeName(dtype) + (act ? " silu" : "")};
   c.typical = s.typical && dtype == DType::BF16 && act;
   c.inputs = [s] {
     const std::int64_t count = Tensor::empty(s.x).numel(), c = s.x[0], groupLength = count / s.groups;
@@ -151,8 +151,12 @@ Case groupNormCase(const GroupShape& s, DType dtype, bool act) {
     return Tensors{host(x, s.x), host(randomFloats(Key{142, 0}, c), {c}), host(randomFloats(Key{143, 0}, c), {c})};
   };
   const std::int64_t perGroup = s.channelsPerGroup();
-  c.run = [perGroup, dtype, act](const Tensors& in) {
-    return Tensors{netops::groupNorm(in[0], in[0].dim(0) / perGroup, in[1], in[2], 1e-5, act, dtype)};
+  c.run = [perGroup, dtype, act, into](const Tensors& in) {
+    const std::int64_t groups = in[0].dim(0) / perGroup;
+    if (!into) return Tensors{netops::groupNorm(in[0], groups, in[1], in[2], 1e-5, act, dtype)};
+    Tensors out{Tensor::empty(in[0].shape(), dtype, in[0].device())};
+    netops::groupNormInto(in[0], groups, in[1], in[2], 1e-5, act, out[0]);
+    return out;
   };
   c.reference = [perGroup, dtype, act](const Tensors& in) {
     const std::int64_t ch = in[0].dim(0);
@@ -226,6 +230,10 @@ std::vector<Case> normsCases() {
   for (const GroupShape& s : kGroupShapes) {
     cases.push_back(groupNormCase(s, DType::F32, false));
     cases.push_back(groupNormCase(s, DType::BF16, true));
+  }
+  for (const GroupShape& s : {kGroupShapes[2], kGroupShapes[8], kGroupShapes[10]}) {
+    cases.push_back(groupNormCase(s, DType::F32, false, true));
+    cases.push_back(groupNormCase(s, DType::BF16, true, true));
   }
   for (const RopeShape& s : kRopeShapes) cases.push_back(rowNormRopeCase(s));
   return cases;

@@ -35,15 +35,20 @@ Tensor quantRows(Key key, std::int64_t rows, std::int64_t n) {
   return host(v, {rows, n});
 }
 
-/// x as `dtype` (F32, or BF16: the values rounded once).
-Case hadamardRowsCase(const std::string& name, Shape shape, bool typical, DType dtype = DType::F32) {
-  Case c{.op = "hadamardRows", .name = name};
+/// x as `dtype` (F32, or BF16: the values rounded once); through hadamardRowsInto where `into`.
+Case hadamardRowsCase(const std::string& name, Shape shape, bool typical, DType dtype = DType::F32, bool into = false) {
+  Case c{.op = into ? "hadamardRowsInto" : "hadamardRows", .name = name};
   c.typical = typical;
   c.inputs = [shape, dtype] {
     const std::int64_t n = shape.back(), rows = Tensor::empty(shape).numel() / n;
     return Tensors{quantRows(Key{1, static_cast<std::uint32_t>(rows * n)}, rows, n).reshape(shape).to(dtype)};
   };
-  c.run = [](const Tensors& in) { return Tensors{netops::hadamardRows(in[0])}; };
+  c.run = [into](const Tensors& in) {
+    if (!into) return Tensors{netops::hadamardRows(in[0])};
+    Tensors out{Tensor::empty(in[0].shape(), DType::F32, in[0].device())};
+    netops::hadamardRowsInto(in[0], out[0]);
+    return out;
+  };
   c.reference = [](const Tensors& in) {
     std::vector<float> y(in[0].numel());
     ref::hadamardRows(valuesOf(in[0]).data(), in[0].rowCount(), in[0].rowLength(), y.data());
@@ -131,6 +136,9 @@ std::vector<Case> quantCases() {
   for (const QuantShape& s : kShapes) cases.push_back(hadamardRowsCase(s.name(), {s.rows, s.n}, s.typical));
   cases.push_back(hadamardRowsCase("[2, 3, 512] leading axes are rows", {2, 3, 512}, false));
   cases.push_back(hadamardRowsCase("[17, 1024] BF16 x", {17, 1024}, false, DType::BF16));
+  for (const QuantShape& s : {kShapes[0], kShapes[5], kShapes[6]})
+    cases.push_back(hadamardRowsCase(s.name(), {s.rows, s.n}, s.typical, DType::F32, true));
+  cases.push_back(hadamardRowsCase("[17, 1024] BF16 x", {17, 1024}, false, DType::BF16, true));
   for (int bits : {8, 4})
     for (const QuantShape& s : kShapes) cases.push_back(int8RowsCase(s, bits, false));
   for (int bits : {8, 4}) cases.push_back(int8RowsCase(kShapes[5], bits, false, DType::BF16));
