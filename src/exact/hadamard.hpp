@@ -77,6 +77,88 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x1
   a = fmaLane(groupPick<Stride, 3, 3, 3, 3>(v), perSlot<Stride>(-1.0f, 1.0f, 1.0f, 1.0f), a);
   return 0.5f * a;
 }
+#if defined(__AVX512BW__)
+/// With AVX-512 (BW for the BF16 loads) the host runs the first three stages on a group of four
+/// vectors u0 .. u3 (a block's v[4 g .. 4 g + 4), its elements 64 g + e for e < 64) held "staged":
+/// the base-4 digits e2 e1 e0 of e (strides 16, 4, 1) pick the vector, the quad and the slot
+/// (lane 4 q + s) as
+///   natural  vector e2, quad e1, slot e0  (v's own layout: element 16 k + 4 q + s of the group)
+///   staged   vector e0, quad e2, slot e1  (element 16 q + 4 s + k)
+/// Each stage then combines whole vectors (hadamard4, no permute), and a transpose between stages
+/// (vec16.hpp) brings the next digit to the vectors: 4 shuffles a vector for the three stages, 6
+/// with staging a natural group (stageGroup), against 8 for each stage within vectors
+/// (hadamardLanes); BF16 values are loaded staged at no cost (loadBF16BlockStaged). A whole block
+/// fits in AVX-512's registers, so its four groups go side by side (hadamardBlockStaged): on a Zen
+/// 4 one group at a time was latency-bound. The same formula and order for every value, so the
+/// same bits.
+///
+/// The first three stages of a block v whose four groups are staged, leaving it natural: the
+/// groups side by side (four independent chains for the out-of-order core), side(phase) after
+/// each of the three stages (other work to fill their latency).
+template <class Side>
+inline __attribute__((always_inline)) void hadamardBlockStaged(f32x16 (&v)[16], Side&& side) {
+  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);  // stride 1: e0 picks the vector
+  side(0);
+  for (int g = 0; g < 16; g += 4) transposeSlots(v[g], v[g + 1], v[g + 2], v[g + 3]);  // vector e1, quad e2, slot e0
+  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);       // stride 4
+  side(1);
+  for (int g = 0; g < 16; g += 4) transposeQuads(v[g], v[g + 1], v[g + 2], v[g + 3]);  // vector e2, quad e1: natural
+  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);       // stride 16
+  side(2);
+}
+/// A natural group staged: two rounds of two-source permutes (vpermt2ps), 8 in all. Round 1: from
+/// natural vectors e2 and e2 + 1 (e2 even), t holds their values of e0 in {0, 1} (t01) or {2, 3}
+/// (t23), at lane 8 (e2 odd) + 4 (e0 odd) + e1. Round 2: staged vector e0 gathers its values from
+/// the two t of its e0 pair.
+inline __attribute__((always_inline)) void stageGroup(f32x16& u0, f32x16& u1, f32x16& u2, f32x16& u3) {
+  struct Indexes {
+    alignas(64) std::int32_t lane[4][16];
+  };
+  static constexpr Indexes kFrom = [] {
+    Indexes t{};
+    for (int l = 0; l < 16; ++l) {
+      const int src = l / 8, e0 = (l / 4) % 2, e1 = l % 4;
+      t.lane[0][l] = 16 * src + 4 * e1 + e0;      // round 1, e0 in {0, 1}
+      t.lane[1][l] = 16 * src + 4 * e1 + 2 + e0;  // round 1, e0 in {2, 3}
+      const int q = l / 4, s = l % 4;             // round 2: staged lane 4 q + s holds e2 = q, e1 = s
+      t.lane[2][l] = 16 * (q / 2) + 8 * (q % 2) + s;      // e0 even
+      t.lane[3][l] = 16 * (q / 2) + 8 * (q % 2) + 4 + s;  // e0 odd
+    }
+    return t;
+  }();
+  const auto from = [](int i) { return _mm512_load_si512(kFrom.lane[i]); };
+  const __m512 t01a = _mm512_permutex2var_ps((__m512)u0, from(0), (__m512)u1);
+  const __m512 t01b = _mm512_permutex2var_ps((__m512)u0, from(1), (__m512)u1);
+  const __m512 t23a = _mm512_permutex2var_ps((__m512)u2, from(0), (__m512)u3);
+  const __m512 t23b = _mm512_permutex2var_ps((__m512)u2, from(1), (__m512)u3);
+  u0 = (f32x16)_mm512_permutex2var_ps(t01a, from(2), t23a);
+  u1 = (f32x16)_mm512_permutex2var_ps(t01a, from(3), t23a);
+  u2 = (f32x16)_mm512_permutex2var_ps(t01b, from(2), t23b);
+  u3 = (f32x16)_mm512_permutex2var_ps(t01b, from(3), t23b);
+}
+/// The 256 BF16 values at p widened to F32, each group staged: each vector in one word permute of
+/// its group's two 64-byte halves. Vector k of a group, lane l = 4 q + s, takes the group's element
+/// 16 q + 4 s + k into its high word (the F32 of a BF16), the low word zeroed by the mask: the cost
+/// of widening natural vectors (vpmovzxwd, vpslld), and no transposes.
+inline __attribute__((always_inline)) void loadBF16BlockStaged(const std::uint16_t* p, f32x16 (&v)[16]) {
+  struct Indexes {
+    alignas(64) std::uint16_t word[4][32];
+  };
+  static constexpr Indexes kFrom = [] {
+    Indexes t{};
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < 16; ++l) t.word[k][2 * l + 1] = static_cast<std::uint16_t>(16 * (l / 4) + 4 * (l % 4) + k);
+    return t;
+  }();
+  for (int g = 0; g < 4; ++g) {
+    const __m512i lo = _mm512_loadu_si512(p + 64 * g), hi = _mm512_loadu_si512(p + 64 * g + 32);
+    for (int k = 0; k < 4; ++k)
+      v[4 * g + k] = (f32x16)_mm512_castsi512_ps(
+          _mm512_maskz_permutex2var_epi16(0xAAAAAAAAu, lo, _mm512_load_si512(kFrom.word[k]), hi));
+  }
+}
+#endif
+
 // One vector at a time: a single 1 KiB memcpy would be a library call through the stack.
 inline __attribute__((always_inline)) void loadBlock(const HostRow&, const float* p, f32x16 (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = loadAll16(p + 16 * k);
@@ -158,11 +240,19 @@ GIZML_HD void hadamardLast(F& u0, F& u1, F& u2, F& u3) {
 
 /// The regular Hadamard transform of one 256-block held as v (see the top of this file), in
 /// place: the SPEC's four stages, strides 1, 4, 16, 64, in that order for every value (the host's
-/// hadamardRows and int8Rows run the same two pieces with the block in a buffer between them).
+/// hadamardRows and int8Rows run the same pieces in their own loops).
 template <class Row, class F>
 GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
   for (int b = 0; b < 16; b += 4) hadamardGroup(row, v[b], v[b + 1], v[b + 2], v[b + 3]);
   for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
+#if defined(__AVX512BW__)
+/// The same on the host with AVX-512: each group staged, then the block's stages side by side.
+inline __attribute__((always_inline)) void hadamard256(const HostRow&, f32x16 (&v)[16]) {
+  for (int g = 0; g < 16; g += 4) stageGroup(v[g], v[g + 1], v[g + 2], v[g + 3]);
+  hadamardBlockStaged(v, [](int) {});
+  for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);
+}
+#endif
 
 }  // namespace gizml::exact

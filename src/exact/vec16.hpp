@@ -382,6 +382,36 @@ GIZML_VEC f32x16 groupPick(f32x16 v) {
 #endif
 }
 
+#if defined(__AVX512F__)
+// ---- 4 x 4 transposes across four vectors ------------------------------------------------------------
+// A vector's 16 lanes are 4 quads of 4 slots: lane 4 q + s. Across four vectors a, b, c, d
+// (vector index k = 0 .. 3) these swap the vector index with the slot, or with the quad.
+
+/// Slots: lane (q, s) of vector k becomes lane (q, k) of vector s. In each quad a 4 x 4 transpose:
+/// two rounds of unpacks, 8 shuffles for the four vectors.
+GIZML_VEC void transposeSlots(f32x16& a, f32x16& b, f32x16& c, f32x16& d) {
+  const __m512 ab0 = _mm512_unpacklo_ps((__m512)a, (__m512)b), ab1 = _mm512_unpackhi_ps((__m512)a, (__m512)b);
+  const __m512 cd0 = _mm512_unpacklo_ps((__m512)c, (__m512)d), cd1 = _mm512_unpackhi_ps((__m512)c, (__m512)d);
+  a = (f32x16)_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab0), _mm512_castps_pd(cd0)));
+  b = (f32x16)_mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab0), _mm512_castps_pd(cd0)));
+  c = (f32x16)_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab1), _mm512_castps_pd(cd1)));
+  d = (f32x16)_mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab1), _mm512_castps_pd(cd1)));
+}
+
+/// Quads: quad q of vector k becomes quad k of vector q (8 vshuff32x4).
+GIZML_VEC void transposeQuads(f32x16& a, f32x16& b, f32x16& c, f32x16& d) {
+  // ab0 = a's quads 0, 1 then b's 0, 1; ab1 their quads 2, 3; the same for c, d.
+  const __m512 ab0 = _mm512_shuffle_f32x4((__m512)a, (__m512)b, 0x44);
+  const __m512 ab1 = _mm512_shuffle_f32x4((__m512)a, (__m512)b, 0xEE);
+  const __m512 cd0 = _mm512_shuffle_f32x4((__m512)c, (__m512)d, 0x44);
+  const __m512 cd1 = _mm512_shuffle_f32x4((__m512)c, (__m512)d, 0xEE);
+  a = (f32x16)_mm512_shuffle_f32x4(ab0, cd0, 0x88);
+  b = (f32x16)_mm512_shuffle_f32x4(ab0, cd0, 0xDD);
+  c = (f32x16)_mm512_shuffle_f32x4(ab1, cd1, 0x88);
+  d = (f32x16)_mm512_shuffle_f32x4(ab1, cd1, 0xDD);
+}
+#endif
+
 #if !defined(__AVX512F__) && defined(__AVX2__)
 /// The masks of lanes [0, count) of two 8-lane halves (all ones where the lane is below count).
 GIZML_VEC void laneMasks(std::int64_t count, __m256i& lo, __m256i& hi) {
