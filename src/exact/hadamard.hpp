@@ -246,7 +246,7 @@ GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
   for (int b = 0; b < 16; b += 4) hadamardGroup(row, v[b], v[b + 1], v[b + 2], v[b + 3]);
   for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
-#if defined(__AVX512BW__)
+#if defined(__AVX512BW__) && !defined(__CUDACC__)
 /// The same on the host with AVX-512: each group staged, then the block's stages side by side.
 inline __attribute__((always_inline)) void hadamard256(const HostRow&, f32x16 (&v)[16]) {
   for (int g = 0; g < 16; g += 4) stageGroup(v[g], v[g + 1], v[g + 2], v[g + 3]);
