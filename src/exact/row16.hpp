@@ -217,6 +217,22 @@ struct HostRow : RowSums<HostRow> {
   }
 };
 
+/// A HostRow whose sums also run side(i) after each whole step i (HostRow::reduceWith): other work
+/// (another row's, or prefetches) in the gaps of the sums' latency-bound chains. The sums are
+/// HostRow's, bit for bit.
+template <class Side>
+struct SideRow : RowSums<SideRow<Side>> {
+  using F = f32x16;
+  using At = HostRow::At;
+  std::int64_t n;
+  HostRow base;
+  Side& side;
+  template <int N, class Step>
+  GIZML_ROW void reduce(float (&out)[N], Step step) const {
+    base.reduceWith(out, step, side);
+  }
+};
+
 /// Outputs this large (past any cache) are written with streaming stores (hostRows' streamStores,
 /// at.stream) when every row starts on a 64-byte boundary. (The streaming stores are ordered
 /// before other threads read the output by OpenMP's closing barrier, whose locked instructions

@@ -28,7 +28,35 @@ void ModulatedNorm::host(const Args& a) {
 
 void GatedNormAdd::host(const Args& a) { exact::hostRows<GatedNormAdd>(a); }
 
-void RowNormRope::host(const Args& a) { exact::hostRows<RowNormRope>(a); }
+// RowNormRope::row's steps, with prefetches: a row reads its v twice (the norm's sums, then the
+// rotation) and its cos and sin once, and the hardware's prefetcher follows each pass alone, so
+// each pass asks for what the other reads next: the sums for this row's cos and sin (a 64-byte
+// line each step), the rotation for the next row's v (a head's 256 bytes each head).
+void RowNormRope::host(const Args& a) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    const exact::HostRow row{a.n};
+    std::uint16_t* v = a.v + r * a.stride;
+    const std::int64_t half = a.head / 2, pairs = a.n / 2;
+    const char* cosSin[2] = {reinterpret_cast<const char*>(a.cos + r * pairs),
+                             reinterpret_cast<const char*>(a.sin + r * pairs)};
+    const std::int64_t lines = (pairs * 4 + 63) / 64;  // of cos, and of sin
+    std::int64_t asked = 0;
+    auto askCosSin = [&](std::int64_t) {
+      if (asked < 2 * lines) __builtin_prefetch(cosSin[asked % 2] + 64 * (asked / 2), 0, 2);
+      ++asked;
+    };
+    const float scale = exact::rmsScale(exact::SideRow<decltype(askCosSin)>{{}, a.n, row, askCosSin}, v, a.eps);
+    const exact::HostRow halves = row.ofLength(half);
+    const char* next = r + 1 < a.rows ? reinterpret_cast<const char*>(v + a.stride) : nullptr;
+    for (std::int64_t h = 0; h < a.n / a.head; ++h) {
+      if (next)
+        for (std::int64_t b = 0; b < a.head * 2; b += 64) __builtin_prefetch(next + h * a.head * 2 + b, 0, 2);
+      const std::int64_t cs = r * pairs + h * half;
+      normRotateHalves(halves, v + h * a.head, scale, a.w + h * a.head, a.cos + cs, a.sin + cs);
+    }
+  }
+}
 
 void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
 

@@ -314,21 +314,6 @@ struct Int8RowsHost {
   }
 };
 
-/// A HostRow whose sums also run side(i) after step i (HostRow::reduceWith): modulatedStats on it
-/// runs the previous row's walk during its latency-bound dot16 chains.
-template <class Side>
-struct SideRow : exact::RowSums<SideRow<Side>> {
-  using F = f32x16;
-  using At = exact::HostRow::At;
-  std::int64_t n;
-  exact::HostRow base;
-  Side& side;
-  template <int N, class Step>
-  GIZML_INLINE void reduce(float (&out)[N], Step step) const {
-    base.reduceWith(out, step, side);
-  }
-};
-
 /// modulatedInt8RowsInto's row: modulatedNorm's values rounded to BF16 (stored to y when asked) as
 /// the blocks' input (ModulatedInt8Rows::block's steps) of an Int8Walker, which writes the previous
 /// row's codes on the way. The statistics of the thread's next row are found meanwhile: their
@@ -381,7 +366,7 @@ struct ModulatedInt8RowsHost {
       auto side = [&](std::int64_t) GIZML_INLINE_LAMBDA {
         if (++steps % every == 0 && !walker.finished()) walker.step();
       };
-      ahead = {r + 1, norms::modulatedStats(SideRow<decltype(side)>{{}, a.n, row, side}, x + m.n, m.eps, m.centered)};
+      ahead = {r + 1, norms::modulatedStats(exact::SideRow<decltype(side)>{{}, a.n, row, side}, x + m.n, m.eps, m.centered)};
     }
     while (!walker.finished()) walker.step();
     return walker.scale();
