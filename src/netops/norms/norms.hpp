@@ -97,21 +97,24 @@ GIZML_HD void rotatePair(F p, F q, F cos, F sin, F& first, F& second) {
   second = exact::fmaLane(q, cos, p * sin);
 }
 
-/// For e < half (`halves`: a row of that length), the pair (v[e], v[e + half]) each normalised
-/// (rmsNormValue with `scale` and its w) and turned by (cos[e], sin[e]) (rotatePair), stored back in
-/// v's type: rowNormRopeInto's head and HeadPrep's unit.
+/// For the e of step `at` (e < half), the pair (v[e], v[e + half]) each normalised (rmsNormValue
+/// with `scale` and its w) and turned by (cos[e], sin[e]) (rotatePair), stored back in v's type.
+template <class At, class T>
+GIZML_HD void normRotateStep(const At& at, T* v, std::int64_t half, float scale, const float* w, const float* cos,
+                             const float* sin) {
+  const auto p = rows::rmsNormValue(at.load(v), scale, at.load(w));
+  const auto q = rows::rmsNormValue(at.load(v + half), scale, at.load(w + half));
+  auto first = p, second = q;
+  rotatePair(p, q, at.load(cos), at.load(sin), first, second);
+  at.store(v, first);
+  at.store(v + half, second);
+}
+/// normRotateStep for every e < half (`halves`: a row of that length): rowNormRopeInto's head and
+/// HeadPrep's unit.
 template <class Row, class T>
 GIZML_HD void normRotateHalves(const Row& halves, T* v, float scale, const float* w, const float* cos,
                                const float* sin) {
-  const std::int64_t half = halves.n;
-  halves.forEach([&](const auto& at) GIZML_HD_LAMBDA {
-    const auto p = rows::rmsNormValue(at.load(v), scale, at.load(w));
-    const auto q = rows::rmsNormValue(at.load(v + half), scale, at.load(w + half));
-    auto first = p, second = q;
-    rotatePair(p, q, at.load(cos), at.load(sin), first, second);
-    at.store(v, first);
-    at.store(v + half, second);
-  });
+  halves.forEach([&](const auto& at) GIZML_HD_LAMBDA { normRotateStep(at, v, halves.n, scale, w, cos, sin); });
 }
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
