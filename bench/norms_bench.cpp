@@ -46,6 +46,25 @@ void timed(benchmark::State& state, gizml::Device d, std::size_t bytes, Op op) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
+/// timed for an op that writes over its input `x`: x is set back to `start` before each
+/// iteration, untimed. Run again and again on its own output, pixelNorm + SiLU drove a third of
+/// the values subnormal by the 150th run and two thirds to zero (SiLU halves small negatives, the
+/// norm does not bring them back), and rowNormRope's rows, times w again and again, went the same
+/// way: timings of values no model holds (a Zen 4 took about 40% longer on such rows).
+template <class Op>
+void timedInPlace(benchmark::State& state, gizml::Device d, std::size_t bytes, Tensor& x, const Tensor& start, Op op) {
+  for (auto _ : state) {
+    state.PauseTiming();
+    x.copyFrom(start);
+    gizml::bench::finish(d);
+    state.ResumeTiming();
+    op();
+    gizml::bench::finish(d);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+}
+
 // Argument 0: the RMS norm (AdaLN over rms_norm), 1: centered (over layer_norm: a mean first).
 void BM_ModulatedNorm(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
@@ -82,9 +101,10 @@ void BM_ModulatedInt8Rows(benchmark::State& state) {
 // Argument 1: SiLU after the norm (its exp is most of the arithmetic), 0: the norm alone.
 void BM_PixelNorm(benchmark::State& state) {  // 8 frames of 384 channels x 8192 pixels, in place
   const gizml::Device d = gizml::bench::benchDevice();
-  Tensor x = Tensor::normal(Key{1, 1}, {8, 384, 8192}, d);
+  const Tensor start = Tensor::normal(Key{1, 1}, {8, 384, 8192}, d);
+  Tensor x = start.clone();
   const bool act = state.range(0) != 0;
-  timed(state, d, 2 * x.bytes(), [&] { netops::pixelNormInto(x, 1e-8, act, x); });
+  timedInPlace(state, d, 2 * x.bytes(), x, start, [&] { netops::pixelNormInto(x, 1e-8, act, x); });
 }
 
 void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 groups; SiLU as pixelNorm's
@@ -98,11 +118,12 @@ void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 g
 
 void BM_RowNormRope(benchmark::State& state) {  // BF16 rows of 3072, heads of 128, in place
   const gizml::Device d = gizml::bench::benchDevice();
-  Tensor v = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d).to(DType::BF16);
+  const Tensor start = Tensor::normal(Key{1, 1}, {kRows, kWidth}, d).to(DType::BF16);
+  Tensor v = start.clone();
   const Tensor w = Tensor::normal(Key{2, 2}, {kWidth}, d);
   const Tensor cos = Tensor::uniform(Key{6, 6}, {kRows, kWidth / 2}, d), sin = Tensor::uniform(Key{7, 7}, {kRows, kWidth / 2}, d);
   const gizml::Gpu g{d, nullptr};
-  timed(state, d, 2 * v.bytes() + cos.bytes() + sin.bytes(), [&] {
+  timedInPlace(state, d, 2 * v.bytes() + cos.bytes() + sin.bytes(), v, start, [&] {
     netops::rowNormRopeInto(g, v.data<std::uint16_t>(), kWidth, kRows, kWidth, 128, w.data<float>(), 1e-6,
                             cos.data<float>(), sin.data<float>());
   });
