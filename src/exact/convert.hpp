@@ -15,14 +15,33 @@ GIZML_HD std::uint16_t floatToBF16(float x) {
 GIZML_HD float bf16ToFloat(std::uint16_t h) { return fromBits(static_cast<std::uint32_t>(h) << 16); }
 /// x rounded to the nearest BF16 value, kept as F32.
 GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
-/// The same on a lane type (a float, or the host's 16 lanes): floatToBF16's bits, widened back.
+/// The same on a lane type (a float, or the host's 16 lanes): floatToBF16's bits, widened back,
+/// in integer steps.
 template <class F>
-GIZML_HD F roundToBF16Lanes(F x) {
+GIZML_HD F roundToBF16Steps(F x) {
   const auto b = toBits(x);
   const auto rounded = b + (0x7fffu + ((b >> 16) & 1u));
   const auto quiet = b | 0x00400000u;  // NaN: a quiet NaN, sign and top payload kept
   return fromBits(select(isNan(x), quiet, rounded) & 0xffff0000u);  // one mask for either
 }
+template <class F>
+GIZML_HD F roundToBF16Lanes(F x) {
+  return roundToBF16Steps(x);
+}
+#if defined(__AVX512BF16__) && !defined(__CUDACC__)
+/// floatToBF16 of 16 lanes, as 16 words. vcvtneps2bf16 rounds to nearest even and quiets a NaN
+/// (sign and top payload kept) as floatToBF16 does, but takes a subnormal input for a zero of its
+/// sign: a vector holding one takes the integer steps (exact_math_test compares every float).
+GIZML_HD __m256i bf16Bits16(f32x16 x) {
+  if (__builtin_expect(_mm512_fpclass_ps_mask((__m512)x, 0x20) != 0, 0))  // 0x20: the subnormal class
+    return _mm512_cvtepi32_epi16((__m512i)(toBits(roundToBF16Steps(x)) >> 16));
+  return (__m256i)_mm512_cvtneps_pbh((__m512)x);
+}
+template <>
+GIZML_HD f32x16 roundToBF16Lanes<f32x16>(f32x16 x) {
+  return fromBits((u32x16)_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16Bits16(x)), 16));
+}
+#endif
 
 /// F32 -> F16 (IEEE binary16), round to nearest even with subnormals; overflow goes to inf; NaN
 /// stays a quiet NaN.
