@@ -302,14 +302,19 @@ struct Int8RowsHost {
   }
   static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
                     Ahead&) {
-    const std::uint16_t* bf16 = static_cast<const std::uint16_t*>(a.x) + r * a.n;
-    auto f32 = loadGroupAhead(static_cast<const float*>(a.x), a, r);
+    if (a.xBF16) {
+      const std::uint16_t* x = static_cast<const std::uint16_t*>(a.x) + r * a.n;
 #if defined(__AVX512BW__)
-    if (a.xBF16) return int8Walk(row, a, held, pending, stagedBlocksOf(bf16));
-    return int8Walk(row, a, held, pending, stagedBlocksOfGroups(f32));
+      return int8Walk(row, a, held, pending, stagedBlocksOf(x));
 #else
-    if (a.xBF16) return int8Walk(row, a, held, pending, loadGroupOf(bf16));
-    return int8Walk(row, a, held, pending, f32);
+      return int8Walk(row, a, held, pending, loadGroupOf(x));
+#endif
+    }
+    auto groups = loadGroupAhead(static_cast<const float*>(a.x), a, r);
+#if defined(__AVX512BW__)
+    return int8Walk(row, a, held, pending, stagedBlocksOfGroups(groups));
+#else
+    return int8Walk(row, a, held, pending, groups);
 #endif
   }
 };
@@ -353,11 +358,11 @@ struct ModulatedInt8RowsHost {
       }
     };
 #if defined(__AVX512BW__)
-    auto steps = stagedBlocksOfGroups(group);
+    auto blocks = stagedBlocksOfGroups(group);
 #else
-    auto& steps = group;
+    auto& blocks = group;
 #endif
-    Int8Walker<std::remove_reference_t<decltype(steps)>> walker{row, c, held, pending, steps};
+    Int8Walker<std::remove_reference_t<decltype(blocks)>> walker{row, c, held, pending, blocks};
     if (r + 1 < a.rows) {
       // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
       // n / 256 blocks or n / 64 groups (the walker's steps): one every 16 (32) steps, or 4 (8).
@@ -366,7 +371,8 @@ struct ModulatedInt8RowsHost {
       auto side = [&](std::int64_t) GIZML_INLINE_LAMBDA {
         if (++steps % every == 0 && !walker.finished()) walker.step();
       };
-      ahead = {r + 1, norms::modulatedStats(exact::SideRow<decltype(side)>{{}, a.n, row, side}, x + m.n, m.eps, m.centered)};
+      const exact::SideRow<decltype(side)> sums{{}, a.n, row, side};
+      ahead = {r + 1, norms::modulatedStats(sums, x + m.n, m.eps, m.centered)};
     }
     while (!walker.finished()) walker.step();
     return walker.scale();
