@@ -155,8 +155,10 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
   const bool stream = exact::aligned64(a.y);
 #pragma omp parallel
   {
+#if !defined(__AVX512BW__)
     alignas(64) float held[exact::kHadamardBlock];
     const exact::HostRow row{a.n, stream};
+#endif
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) {
       for (std::int64_t b = r * a.n; b < (r + 1) * a.n; b += exact::kHadamardBlock) {
