@@ -110,53 +110,106 @@ static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's
 
 namespace {
 
-/// pixelNorm of pixels [p0, p0 + count) of one frame x [c, pixels], count <= kMaxPixelRun, 16
-/// pixels a lane vector. Both passes walk the channels in order over the run: each channel's run
-/// is contiguous (the prefetchers stream it), the second pass finds it in the caches, and each
-/// pixel's chain is the GPU's (pixelNormPixels) step for step.
+/// pixelNorm over runs of pixels of one frame x [c, pixels], 16 pixels a lane vector; each pixel's
+/// chain is the GPU's (pixelNormPixels) step for step, over the channels in order. Which pixels
+/// share a run or a block changes no bits: a pixel's chain is its own.
+///
+/// A thread's unit is a run: up to kMaxPixelRun pixels of one frame, taken a block of
+/// kPixelBlockSteps steps (128 pixels) at a time. A block's sums, then its scales, stay in registers
+/// across all c channels: the first pass loads a step and does one fma, the second loads, scales
+/// (SiLU) and stores. Held in an array and walked a channel at a time over the whole run, they went
+/// through memory each step: on a Zen 4, in L1, 4.4 cycles a 16 values for the first pass and 8-9
+/// for the second without SiLU (about 1 and 2 in registers), and the video model's [8, 384, 8192]
+/// F32 with SiLU took 7.4 ms in place of 4.8-5.1 (2 threads, harness beside the library's code).
 constexpr std::int64_t kMaxPixelRun = 2048;
-/// The run a thread takes: its c channels' values (c x run x the element's bytes) in three
-/// quarters of one core's L2, read at run time, so that the second pass reads them from L2 and not
-/// from L3 or memory (on a Zen 4, 1 MiB: 512 pixels of 384 F32 channels; a video model's
-/// [8, 384, 8192] on 2 threads took 6.7-7.8 ms in place of 9.5-9.6 with runs of 2048, and with
-/// SiLU 9.8-11.0 in place of 12.0-12.7). A power of two from 64 to kMaxPixelRun. Which pixels
-/// share a run changes no bits: a pixel's chain is its own.
+constexpr int kPixelBlockSteps = 8;
+/// The run a thread takes: its c channels' values (c x run x the element's bytes) in three eighths
+/// of one core's L2, read at run time: the run's second pass finds its values there, and the next
+/// run's values, asked for while the second pass computes, take the room of its channels already
+/// done (on a Zen 4, 1 MiB: 256 pixels of 384 F32 channels; a video model's [8, 384, 8192] on 2
+/// threads took 4.75-4.80 ms with SiLU against 4.9-5.1 with runs of 512 and 5.2-5.5 of 128). A
+/// power of two from 128 to kMaxPixelRun.
 std::int64_t pixelRun(std::int64_t c, std::int64_t elementBytes) {
   std::int64_t run = kMaxPixelRun;
-  while (run > 64 && c * run * elementBytes > detail::caches().l2 / 4 * 3) run /= 2;
+  while (run > 16 * kPixelBlockSteps && c * run * elementBytes > detail::caches().l2 / 8 * 3) run /= 2;
   return run;
 }
+
+/// Asks for elements [0, count) of `row` into L2 (a line at a time, the last one's too).
 template <class T>
-void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0, std::int64_t count, const T* next,
-                  std::int64_t nextCount) {
+void prefetchElements(const T* row, std::int64_t count) {
+  if (count <= 0) return;
+  const char* p = reinterpret_cast<const char*>(row);
+  const std::int64_t bytes = count * static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 2);
+  __builtin_prefetch(p + bytes - 1, 0, 2);
+}
+
+/// One whole block: pixels [0, 16 kPixelBlockSteps) from x and out (channel 0's first pixel of the
+/// block; channel ch at + ch * pixels). While the second pass computes, it asks for the next run's
+/// pixels at the same place of that run (`next`, `nextCount` of them, at most a block's): the next
+/// run's first pass then finds them in L2, and the memory reads run beside the arithmetic.
+template <class T>
+void pixelNormBlock(const PixelNorm::Args& a, const T* x, T* out, const T* next, std::int64_t nextCount) {
+  using exact::f32x16;
+  using Step = exact::HostRow::At;
+  f32x16 r[kPixelBlockSteps];
+#pragma GCC unroll 8
+  for (int b = 0; b < kPixelBlockSteps; ++b) r[b] = f32x16{};
+  for (std::int64_t ch = 0; ch < a.c; ++ch) {
+    const T* in = x + ch * a.pixels;
+#pragma GCC unroll 8
+    for (int b = 0; b < kPixelBlockSteps; ++b) r[b] = pixelSquareStep(Step{16 * b, 16, false}.load(in), r[b]);
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < kPixelBlockSteps; ++b) r[b] = pixelScale(r[b], a.c, a.eps);
+  for (std::int64_t ch = 0; ch < a.c; ++ch) {
+    const T* in = x + ch * a.pixels;
+    T* o = out + ch * a.pixels;
+    prefetchElements(next + ch * a.pixels, nextCount);
+    // Two steps at a time (their chains interleaved: exact/twin.hpp).
+#pragma GCC unroll 8
+    for (int b = 0; b < kPixelBlockSteps; b += 2) {
+      const exact::HostRow::TwinAt two{Step{16 * b, 16, false}, Step{16 * b + 16, 16, false}};
+      two.store(o, pixelValue(two.load(in), exact::f32x16x2{r[b], r[b + 1]}, a.act));
+    }
+  }
+}
+
+/// What is left of a run past its whole blocks: pixels [0, count) from x and out, count <
+/// 16 kPixelBlockSteps, a step at a time (the last one partial where count is not a multiple of 16);
+/// it asks for the rest of the next run as a block does (`next`, `nextCount` pixels: maybe more
+/// than its own where this is a frame's short last run).
+template <class T>
+void pixelNormSteps(const PixelNorm::Args& a, const T* x, T* out, std::int64_t count, const T* next,
+                    std::int64_t nextCount) {
   using exact::f32x16;
   const std::int64_t steps = (count + 15) / 16;
   const auto at = [&](std::int64_t s) {
-    return exact::HostRow::At{p0 + 16 * s, count - 16 * s < 16 ? count - 16 * s : 16, false};
+    return exact::HostRow::At{16 * s, count - 16 * s < 16 ? count - 16 * s : 16, false};
   };
-  f32x16 r[kMaxPixelRun / 16];
+  f32x16 r[kPixelBlockSteps];
   for (std::int64_t s = 0; s < steps; ++s) r[s] = f32x16{};
   for (std::int64_t ch = 0; ch < a.c; ++ch)
     for (std::int64_t s = 0; s < steps; ++s) r[s] = pixelSquareStep(at(s).load(x + ch * a.pixels), r[s]);
   for (std::int64_t s = 0; s < steps; ++s) r[s] = pixelScale(r[s], a.c, a.eps);
-  // Two steps at a time where there are two (their chains interleaved: exact/twin.hpp).
   for (std::int64_t ch = 0; ch < a.c; ++ch) {
-    T* o = out + ch * a.pixels;
-    const T* in = x + ch * a.pixels;
-    const T* nextIn = next + ch * a.pixels;
-    std::int64_t s = 0;
-    for (; s + 1 < steps; s += 2) {
-      // The next run's values of this channel, asked for into L2 while this one computes: its
-      // first pass then finds them there (they take the place of this run's channels already
-      // done), and the memory reads run beside the arithmetic. On this Zen 4, 2 threads, seven
-      // interleaved rounds: pixelNorm + SiLU 9.7-10.8 -> 8.0-10.4 ms, won in six of them.
-      if (16 * s < nextCount) __builtin_prefetch(nextIn + 16 * s, 0, 2);
-      if (16 * s + 16 < nextCount) __builtin_prefetch(nextIn + 16 * s + 16, 0, 2);
-      const exact::HostRow::TwinAt two{at(s), at(s + 1)};
-      two.store(o, pixelValue(two.load(in), exact::f32x16x2{r[s], r[s + 1]}, a.act));
-    }
-    if (s < steps) at(s).store(o, pixelValue(at(s).load(in), r[s], a.act));
+    prefetchElements(next + ch * a.pixels, nextCount);
+    for (std::int64_t s = 0; s < steps; ++s)
+      at(s).store(out + ch * a.pixels, pixelValue(at(s).load(x + ch * a.pixels), r[s], a.act));
   }
+}
+
+/// pixelNorm of pixels [p0, p0 + count) of one frame (x, out: the frame's first value), count <=
+/// kMaxPixelRun; `next` is the next run's first pixel, `nextCount` its pixels (0: none).
+template <class T>
+void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0, std::int64_t count, const T* next,
+                  std::int64_t nextCount) {
+  constexpr std::int64_t block = 16 * kPixelBlockSteps;
+  std::int64_t done = 0;
+  for (; done + block <= count; done += block)
+    pixelNormBlock(a, x + p0 + done, out + p0 + done, next + done, std::min(block, nextCount - done));
+  if (done < count) pixelNormSteps(a, x + p0 + done, out + p0 + done, count - done, next + done, nextCount - done);
 }
 
 }  // namespace
