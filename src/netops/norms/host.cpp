@@ -122,7 +122,11 @@ namespace {
 /// for the second without SiLU (about 1 and 2 in registers), and the video model's [8, 384, 8192]
 /// F32 with SiLU took 7.4 ms in place of 4.8-5.1 (2 threads, harness beside the library's code).
 constexpr std::int64_t kMaxPixelRun = 2048;
+#if defined(__AVX512F__)
 constexpr int kPixelBlockSteps = 8;
+#else
+constexpr int kPixelBlockSteps = 4;  // a step is two registers: 8 of 16 hold the sums
+#endif
 /// The run a thread takes: its c channels' values (c x run x the element's bytes) in three eighths
 /// of one core's L2, read at run time: the run's second pass finds its values there, and the next
 /// run's values, asked for while the second pass computes, take the room of its channels already
