@@ -128,11 +128,14 @@ constexpr int kPixelBlockSteps = 8;
 constexpr int kPixelBlockSteps = 4;  // a step is two registers: 8 of 16 hold the sums
 #endif
 /// The run a thread takes: its c channels' values (c x run x the element's bytes) in three eighths
-/// of one core's L2, read at run time: the run's second pass finds its values there, and the next
-/// run's values, asked for while the second pass computes, take the room of its channels already
-/// done (on a Zen 4, 1 MiB: 256 pixels of 384 F32 channels; a video model's [8, 384, 8192] on 2
-/// threads took 4.75-4.80 ms with SiLU against 4.9-5.1 with runs of 512 and 5.2-5.5 of 128). A
-/// power of two from 128 to kMaxPixelRun.
+/// of one core's L2, read at run time, so that the run and the next one's values, asked for while
+/// the run's second pass computes, fit there together (on a Zen 4, 1 MiB: 256 pixels of 384 F32
+/// channels; a video model's [8, 384, 8192] on 2 threads took 4.75-4.80 ms with SiLU against
+/// 4.9-5.1 with runs of 512 and 5.2-5.5 of 128). Where the channels lie a large power of two apart
+/// (8192 F32 pixels: 32 KiB), that L2 (8 ways of 128 KiB; tensors on 2 MiB pages keep the
+/// addresses' low bits) puts every fourth channel's values in the same few sets, which hold only a
+/// part of the run: the rest comes back from L3. The sizes above were measured so. A power of two
+/// from 128 to kMaxPixelRun.
 std::int64_t pixelRun(std::int64_t c, std::int64_t elementBytes) {
   std::int64_t run = kMaxPixelRun;
   while (run > 16 * kPixelBlockSteps && c * run * elementBytes > detail::caches().l2 / 8 * 3) run /= 2;
