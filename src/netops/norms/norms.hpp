@@ -72,6 +72,11 @@ GIZML_HD F pixelValue(F x, F r, bool act) {
 /// pixelNorm of the pixels `at` stands for (one on a GPU) of one frame x [c, pixels] (F32 or BF16,
 /// T = float or std::uint16_t). out may be x: a channel is read before it is written. (The host
 /// runs the same steps over a run of pixels at a time: norms/host.cpp.)
+///
+/// The second pass walks the channels last to first (its values are each its own: the order
+/// changes no bit). On a GPU every pixel's thread is resident at once for a video model's frames,
+/// so the first pass streams the whole tensor, and the channels it read last are the ones still in
+/// the L2: read first, they come from there rather than from memory again.
 template <class At, class T>
 GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, std::int64_t pixels, float eps,
                               bool act) {
@@ -79,7 +84,8 @@ GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, 
   F ss{};
   for (std::int64_t ch = 0; ch < c; ++ch) ss = pixelSquareStep(at.load(x + ch * pixels), ss);
   const F r = pixelScale(ss, c, eps);
-  for (std::int64_t ch = 0; ch < c; ++ch) at.store(out + ch * pixels, pixelValue(at.load(x + ch * pixels), r, act));
+  for (std::int64_t ch = c - 1; ch >= 0; --ch)
+    at.store(out + ch * pixels, pixelValue(at.load(x + ch * pixels), r, act));
 }
 
 /// groupNorm's element: fma((x - mean) * rstd, w, b), SiLU when act.
