@@ -133,10 +133,12 @@ struct GroupShape {
   std::int64_t channelsPerGroup() const { return x[0] / groups; }
   std::string name() const { return "x " + shapeString(x) + " groups " + std::to_string(groups); }
 };
-// Groups of one value, L < 16 (empty slices), L = 16 k, odd L, rank 1 (S = 1), many groups.
+// Groups of one value, L < 16 (empty slices), L = 16 k, odd L, rank 1 (S = 1), many groups,
+// channels longer than a GPU's chunk of a channel (4096: two and three chunks, the last one short).
 const GroupShape kGroupShapes[] = {{{1}, 1},          {{2, 3}, 1},         {{4, 5}, 2},       {{6, 2, 3}, 3},
                                    {{16, 1}, 4},      {{32, 17}, 32},      {{8, 4, 4}, 4},    {{12}, 3},
-                                   {{64, 9, 9}, 32},  {{32, 33, 17}, 8},   {{128, 32, 32}, 32, true}};
+                                   {{64, 9, 9}, 32},  {{32, 33, 17}, 8},   {{128, 32, 32}, 32, true},
+                                   {{4, 5000}, 2},    {{2, 9000}, 2}};
 
 /// groupNorm of x (NaN / ±inf / -0 planted in the last group only, so the other groups stay
 /// finite); a group is an item (the run takes the groups from x's channels).

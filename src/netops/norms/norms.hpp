@@ -291,7 +291,8 @@ GIZML_HD exact::MeanRstd groupStats(const float* partial, std::int64_t length, f
 }
 
 /// groupNorm, second pass: a channel a row, y = groupNormValue with its group's statistics
-/// (each channel adds its group's 16 partial sums again: the same f64 steps, the same bits).
+/// (each channel adds its group's partial sums again: the same f64 steps, the same bits). Its
+/// values are each their own, so a GPU takes a channel in chunks (GroupNorm::chunk, norms/cuda.cu).
 struct GroupNorm {
   static constexpr const char* kName = "gizml::netops::groupNorm";
   struct Args {
@@ -305,13 +306,18 @@ struct GroupNorm {
   };
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t ch) {
+    chunk(row, a, ch, 0);
+  }
+  /// Values [start, start + row.n) of channel ch.
+  template <class Row>
+  GIZML_HD static void chunk(const Row& row, const Args& a, std::int64_t ch, std::int64_t start) {
     const std::int64_t g = ch / a.perGroup;
     const exact::MeanRstd s = groupStats(a.partial + 2 * kGroupSlices * g, a.perGroup * a.n, a.eps);
-    const float* x = a.x + ch * a.n;
+    const std::int64_t at0 = ch * a.n + start;
     row.forEachWide([&](const auto& at) {
-      const auto y = groupNormValue(at.load(x), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
-      if (a.yBF16) at.store(a.yBF16 + ch * a.n, y);
-      else at.store(a.y + ch * a.n, y);
+      const auto y = groupNormValue(at.load(a.x + at0), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
+      if (a.yBF16) at.store(a.yBF16 + at0, y);
+      else at.store(a.y + at0, y);
     });
   }
   static void host(const Args& a);
