@@ -116,11 +116,13 @@ namespace {
 ///
 /// A thread's unit is a run: up to kMaxPixelRun pixels of one frame, taken a block of
 /// kPixelBlockSteps steps (128 pixels) at a time. A block's sums, then its scales, stay in registers
-/// across all c channels: the first pass loads a step and does one fma, the second loads, scales
-/// (SiLU) and stores. Held in an array and walked a channel at a time over the whole run, they went
-/// through memory each step: on a Zen 4, in L1, 4.4 cycles a 16 values for the first pass and 8-9
-/// for the second without SiLU (about 1 and 2 in registers), and the video model's [8, 384, 8192]
-/// F32 with SiLU took 7.4 ms in place of 4.8-5.1 (2 threads, harness beside the library's code).
+/// across all c channels (GCC 12 keeps 5 of the 8 sums there, 3 on the stack): the first pass
+/// loads a step and does one fma, the second loads, scales (SiLU) and stores. Held in an array and
+/// walked a channel at a time over the whole run, they went through memory every step: on a Zen 4,
+/// in L1, 4.4 cycles a 16 values for the first pass and 8-9 for the second without SiLU. In L2, 1
+/// thread, [1, 192, 512] out of place without SiLU: 10.5 -> 7.9 cycles a 16 values (with SiLU
+/// about 21 both ways); [8, 384, 8192] F32 in place, 2 threads, gizml_bench's best of 4
+/// interleaved rounds: 5.99-7.57 -> 5.30-5.72 ms with SiLU, 4.85-5.99 -> 3.95-4.21 without.
 constexpr std::int64_t kMaxPixelRun = 2048;
 #if defined(__AVX512F__)
 constexpr int kPixelBlockSteps = 8;
@@ -155,7 +157,7 @@ void prefetchElements(const T* row, std::int64_t count) {
 /// One whole block: pixels [0, 16 kPixelBlockSteps) from x and out (channel 0's first pixel of the
 /// block; channel ch at + ch * pixels). While the second pass computes, it asks for the next run's
 /// pixels at the same place of that run (`next`, `nextCount` of them, at most a block's): the next
-/// run's first pass then finds them in L2, and the memory reads run beside the arithmetic.
+/// run's first pass then finds them in the caches, and the memory reads run beside the arithmetic.
 template <class T>
 void pixelNormBlock(const PixelNorm::Args& a, const T* x, T* out, const T* next, std::int64_t nextCount) {
   using exact::f32x16;
