@@ -3,15 +3,20 @@
 // bench_support.hpp), so the ratio to the machine's bandwidth is printed, not
 // left to the reader. With repetitions, the median of each against the copy's median.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
+
 namespace {
 
 class CopyRatioReporter : public benchmark::ConsoleReporter {
  public:
+  // Colours only on a terminal: a log or a pipe gets the plain table (grep finds "^BM_").
+  CopyRatioReporter() : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_Defaults : OO_Tabular) {}
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.error_occurred) failed_.push_back(r.benchmark_name() + ": " + r.error_message);
@@ -34,7 +39,9 @@ class CopyRatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\nbytes/s as a share of the copy measured before it in this run:\n");
+    const gizml::Device d = gizml::bench::benchDevice();
+    std::printf("\nbytes/s as a share of the copy measured before it in this run (%s; CPU: %s, %d threads):\n",
+                d.name().c_str(), gizml::bench::cpuModel().c_str(), gizml::threads());
     for (const auto& l : lines_) std::printf("  %-58s %6.1f%%  of %s\n", l.name.c_str(), 100 * l.ratio, l.copy.c_str());
     if (!failed_.empty()) {
       std::printf("\n%zu benchmarks FAILED:\n", failed_.size());

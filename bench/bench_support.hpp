@@ -7,11 +7,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <string>
 
 #include "gizml/gizml.hpp"
 
 namespace gizml::bench {
+
+/// The CPU's model name (/proc/cpuinfo), so a ratio says which machine it was measured on.
+inline std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
 
 /// GPU 0 when GIZML_BENCH_DEVICE=cuda, else the host.
 inline Device benchDevice() {

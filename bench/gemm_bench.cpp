@@ -224,13 +224,7 @@ void BM_Paired_ConvTranspose1d(benchmark::State& state) {
       });
 }
 
-/// The CPU's model name (/proc/cpuinfo), so a ratio says which machine it was measured on.
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
+using gizml::bench::cpuModel;
 
 /// Prints the console table, then for each shape gizml / OpenBLAS of the medians (of the single
 /// runs without repetitions), with the CPU and OpenBLAS's kernel beside them.
