@@ -39,7 +39,9 @@ class Tensor {
   /// An empty tensor: no storage, shape [0]. `defined()` is false.
   Tensor();
 
-  /// Storage whose values are unspecified until written (host memory may be reused).
+  /// Storage whose values are unspecified until written (host memory may be reused). With
+  /// GIZML_POISON_EMPTY=1 in the environment every byte is 0xFF (NaN as F32 and BF16), host and
+  /// GPU: the tests run so, and an op that leaves part of its output unwritten shows it.
   static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::host());
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::host());
   /// From host values of an exact dtype (float → F32, double → F64, int8/int32/int64/uint8).

@@ -30,6 +30,8 @@ void cudaCopy(void* dst, Device dstDevice, const void* src, Device srcDevice, st
 /// staged first), and the host does not wait for the GPU.
 void cudaUploadAsync(const Gpu& g, void* dst, const void* src, std::size_t bytes);
 void cudaZero(int device, void* p, std::size_t bytes);
+/// Every byte of [p, p + bytes) on the device set to `value` (Tensor::empty's poison).
+void cudaFillBytes(int device, void* p, std::size_t bytes, int value);
 /// Waits for the stream, then turns the device's error flag into gizml::Error.
 void cudaSynchronize(const Gpu& g);
 void cudaFillUniform(const Gpu& g, float* out, std::int64_t n, Key key);

@@ -165,6 +165,11 @@ void cudaZero(int device, void* p, std::size_t bytes) {
   cudaCheck(cudaMemset(p, 0, bytes), "gizml::Tensor::zeros (cudaMemset)");
 }
 
+void cudaFillBytes(int device, void* p, std::size_t bytes, int value) {
+  cudaCheck(cudaSetDevice(device), "gizml::Tensor::empty (cudaSetDevice)");
+  cudaCheck(cudaMemset(p, value, bytes), "gizml::Tensor::empty (cudaMemset)");
+}
+
 void cudaSynchronize(const Gpu& g) {
   useDevice(g.device.index, "gizml::Gpu::synchronize (cudaSetDevice)");
   cudaCheck(cudaStreamSynchronize(streamOf(g)), "gizml::Gpu::synchronize");

@@ -67,6 +67,7 @@ void* cudaAllocate(int, std::size_t) { noCuda("gizml::Tensor"); }
 void cudaRelease(int, void*) noexcept {}
 void cudaCopy(void*, Device, const void*, Device, std::size_t) { noCuda("gizml::Tensor copy"); }
 void cudaZero(int, void*, std::size_t) { noCuda("gizml::Tensor::zeros"); }
+void cudaFillBytes(int, void*, std::size_t, int) { noCuda("gizml::Tensor::empty"); }
 void cudaUploadAsync(const Gpu&, void*, const void*, std::size_t) { noCuda("gizml: an upload"); }
 void cudaSynchronize(const Gpu&) { noCuda("gizml::Gpu::synchronize"); }
 void cudaFillUniform(const Gpu&, float*, std::int64_t, Key) { noCuda("gizml::Tensor::uniform"); }

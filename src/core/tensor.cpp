@@ -131,6 +131,17 @@ void storeFromDouble(void* base, DType d, std::int64_t i, double v) {
 
 Tensor::Tensor() = default;
 
+namespace {
+/// GIZML_POISON_EMPTY set (and not "0"): Tensor::empty fills its bytes with 0xFF.
+bool poisonEmpty() {
+  static const bool on = [] {
+    const char* v = std::getenv("GIZML_POISON_EMPTY");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+}  // namespace
+
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   const char* fn = "gizml::Tensor::empty";
   std::int64_t n = checkedCount(fn, shape);
@@ -139,6 +150,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.storage_ = std::make_shared<detail::Storage>(dtypeBytes(dtype, n), device);
   t.shape_ = shape;
   t.dtype_ = dtype;
+  if (poisonEmpty() && t.bytes() > 0) {
+    if (device.isHost()) std::memset(t.raw(), 0xFF, t.bytes());
+    else GIZML_IF_CUDA(detail::cudaFillBytes(device.index, t.raw(), t.bytes(), 0xFF));
+  }
   return t;
 }
 

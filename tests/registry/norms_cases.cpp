@@ -101,7 +101,10 @@ const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2,
                                    {3, 5, 255},  {2, 64, 300}, {9, 2, 40},   {3, 7, 1100}, {4, 128, 1024, true},
                                    // The host's runs of 2048 pixels: a long and a short run a frame,
                                    // each thread's next run longer or shorter than its last.
-                                   {3, 3, 2100}};
+                                   {3, 3, 2100},
+                                   // Runs at their shortest where the L2 is 1 MiB (128 pixels of
+                                   // 1000 channels): three a frame, 128, 128 and 44 pixels.
+                                   {2, 1000, 300}};
 
 /// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
 Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {

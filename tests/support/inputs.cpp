@@ -1,6 +1,14 @@
 #include "support/inputs.hpp"
 
+#include <cstdlib>
+
 namespace gizml::test {
+
+// Every test program runs with Tensor::empty's bytes set to 0xFF (unless GIZML_POISON_EMPTY is set
+// already, to 0 say): recycled host memory would otherwise hold an earlier, correct result, and an
+// op that leaves part of its output unwritten would pass. (Set before main; the library reads it
+// at the first Tensor::empty.)
+const bool kPoisonEmpty = setenv("GIZML_POISON_EMPTY", "1", 0) == 0;
 
 std::vector<float> randomFloats(Key key, std::int64_t count, float scale, float offset) {
   std::vector<float> v(static_cast<std::size_t>(count));
