@@ -2,7 +2,6 @@
 // host paths (the row functions of quant.hpp on 16-lane vectors, OpenMP over rows). They equal
 // tests/reference/quant_reference.cpp bit for bit.
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "core/check.hpp"
@@ -146,6 +145,25 @@ GIZML_INLINE void stagedBlock(const StagedBlocks<Load>& blocks, std::int64_t b, 
   for (int j = 0; j < 4; ++j) exact::hadamardLast<HalveLast>(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
 #endif
+
+/// What an Int8Walker walks for a row of natural groups (group(at, u)): with AVX-512BW its staged
+/// blocks (Int8Walker::stepBlock), else the groups themselves (stepGroup).
+template <class Group>
+GIZML_INLINE auto walkerBlocks(Group group) {
+#if defined(__AVX512BW__)
+  return stagedBlocksOfGroups(group);
+#else
+  return group;
+#endif
+}
+/// The same for a BF16 row at x: with AVX-512BW its blocks loaded staged.
+GIZML_INLINE auto walkerBlocksOfBF16(const std::uint16_t* x) {
+#if defined(__AVX512BW__)
+  return stagedBlocksOf(x);
+#else
+  return loadGroupOf(x);
+#endif
+}
 
 /// hadamardRows on the host: each row's blocks in registers (stagedBlock), or through a thread's
 /// 1 KiB (hadamardBlockHeld); y streamed past the caches where it is 64-byte aligned (nothing reads
@@ -304,20 +322,9 @@ struct Int8RowsHost {
   }
   static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
                     Ahead&) {
-    if (a.xBF16) {
-      const std::uint16_t* x = static_cast<const std::uint16_t*>(a.x) + r * a.n;
-#if defined(__AVX512BW__)
-      return int8Walk(row, a, held, pending, stagedBlocksOf(x));
-#else
-      return int8Walk(row, a, held, pending, loadGroupOf(x));
-#endif
-    }
-    auto groups = loadGroupAhead(static_cast<const float*>(a.x), a, r);
-#if defined(__AVX512BW__)
-    return int8Walk(row, a, held, pending, stagedBlocksOfGroups(groups));
-#else
-    return int8Walk(row, a, held, pending, groups);
-#endif
+    if (a.xBF16)
+      return int8Walk(row, a, held, pending, walkerBlocksOfBF16(static_cast<const std::uint16_t*>(a.x) + r * a.n));
+    return int8Walk(row, a, held, pending, walkerBlocks(loadGroupAhead(static_cast<const float*>(a.x), a, r)));
   }
 };
 
@@ -359,12 +366,8 @@ struct ModulatedInt8RowsHost {
         if (y) exact::storeLow16(y + i, exact::toBits(u[k]) >> 16);  // u is a BF16 value already: its top half
       }
     };
-#if defined(__AVX512BW__)
-    auto blocks = stagedBlocksOfGroups(group);
-#else
-    auto& blocks = group;
-#endif
-    Int8Walker<std::remove_reference_t<decltype(blocks)>> walker{row, c, held, pending, blocks};
+    auto blocks = walkerBlocks(group);
+    Int8Walker<decltype(blocks)> walker{row, c, held, pending, blocks};
     if (r + 1 < a.rows) {
       // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
       // n / 256 blocks or n / 64 groups (the walker's steps): one every 16 (32) steps, or 4 (8).
