@@ -17,6 +17,15 @@
 #define GIZML_HD_LAMBDA __attribute__((always_inline))
 #endif
 
+/// GIZML_UNROLL(n) before a loop: nvcc unrolls it n times (nothing elsewhere, the GPU simulator's
+/// builds included).
+#if defined(__CUDA_ARCH__) && !defined(GIZML_CUDA_SIM)
+#define GIZML_UNROLL(n) _Pragma(GIZML_UNROLL_TEXT(unroll n))
+#define GIZML_UNROLL_TEXT(x) #x
+#else
+#define GIZML_UNROLL(n)
+#endif
+
 namespace gizml::exact {
 
 // Scalar lane operations. Host code also has 16-float vector lanes (vec16.hpp) with overloads of

@@ -54,6 +54,8 @@ void syncThreads();
 void warpExchange(unsigned mask, const void* mine, void* out, unsigned bytes, int src);
 /// Whether `predicate` holds on any lane in `mask`.
 bool warpAny(unsigned mask, bool predicate);
+/// __syncwarp: every lane in `mask` waits until all have come.
+void syncWarp(unsigned mask);
 [[noreturn]] void trap();
 
 // The warp-wide instructions of exact/mma_ptx.cuh (sim.cpp).
@@ -102,6 +104,7 @@ T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
   const bool later = (src & ~(width - 1)) > (lane & ~(width - 1));
   return ::gizml::sim::shuffle(mask, v, later ? lane : src);
 }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { ::gizml::sim::syncWarp(mask); }
 inline int __any_sync(unsigned mask, int predicate) { return ::gizml::sim::warpAny(mask, predicate != 0); }
 
 inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }

@@ -357,6 +357,11 @@ bool warpAny(unsigned mask, bool predicate) {
   return any;
 }
 
+void syncWarp(unsigned mask) {
+  const char none = 0;
+  exchange(mask, &none, 1, "__syncwarp", [](const Slot*) {});
+}
+
 void trap() { failHere("__trap()"); }
 
 void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes) {

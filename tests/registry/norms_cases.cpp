@@ -104,7 +104,10 @@ const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2,
                                    {3, 3, 2100},
                                    // Runs at their shortest where the L2 is 1 MiB (128 pixels of
                                    // 1000 channels): three a frame, 128, 128 and 44 pixels.
-                                   {2, 1000, 300}};
+                                   {2, 1000, 300},
+                                   // A GPU thread's second pass takes 8 channels at a time: one
+                                   // batch and 5 left.
+                                   {2, 13, 40}};
 
 /// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
 Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {
@@ -137,11 +140,14 @@ struct GroupShape {
   std::string name() const { return "x " + shapeString(x) + " groups " + std::to_string(groups); }
 };
 // Groups of one value, L < 16 (empty slices), L = 16 k, odd L, rank 1 (S = 1), many groups,
-// channels longer than a GPU's chunk of a channel (4096: two and three chunks, the last one short).
+// channels longer than a GPU's chunk of a channel (4096: two and three chunks, the last one short),
+// and slices that a GPU streams through its ring of 6 stages of 1024 values (norms/cuda.cu: slices
+// of whole 16-byte chunks): one stage ([128, 32, 32]), 8 stages, the last slice's last one short
+// ([2, 131060] in 2 groups: slices of 8192, the last 8180; the first group finite, see below).
 const GroupShape kGroupShapes[] = {{{1}, 1},          {{2, 3}, 1},         {{4, 5}, 2},       {{6, 2, 3}, 3},
                                    {{16, 1}, 4},      {{32, 17}, 32},      {{8, 4, 4}, 4},    {{12}, 3},
                                    {{64, 9, 9}, 32},  {{32, 33, 17}, 8},   {{128, 32, 32}, 32, true},
-                                   {{4, 5000}, 2},    {{2, 9000}, 2}};
+                                   {{4, 5000}, 2},    {{2, 9000}, 2},      {{2, 131060}, 2}};
 
 /// groupNorm of x (NaN / ±inf / -0 planted in the last group only, so the other groups stay
 /// finite); a group is an item (the run takes the groups from x's channels).

@@ -5,11 +5,76 @@
 
 #include "core/cuda_launch.cuh"
 #include "core/cuda_rows.cuh"
+#include "exact/mma_ptx.cuh"
 #include "netops/norms/norms.hpp"
 
 namespace gizml::netops::norms {
 
 namespace {
+
+/// groupNorm's first pass, streamed: a half-warp a slice, as GroupNormSlices::row (lane l's two
+/// chains over elements l, l + 16, ... in order, then the tree), but the slice's values come
+/// through a ring of kStages stages of shared memory, filled by cp.async kStages - 1 stages
+/// ahead. A video VAE's groups give few slices (512 for one image: 32 groups of 16), each long
+/// (3072 values a lane); a lane's plain loads keep a few of them in flight, far too few for a
+/// GPU's memory, where the ring keeps ~20 KiB of each slice in flight.
+namespace slices {
+constexpr int kStageValues = 1024;  // 4 KiB
+constexpr int kStages = 6;
+constexpr int kSlicesPerBlock = 2;  // a warp: 2 x 6 x 4 KiB = 48 KiB of static shared memory
+
+/// Whether every slice starts on 16 bytes and is whole 16-byte chunks (cp.async's unit).
+bool streamable(const GroupNormSlices::Args& a) {
+  return reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.n % 4 == 0 && a.groupLength % 4 == 0;
+}
+
+__global__ void streamedKernel(const GroupNormSlices::Args a) {
+  __shared__ __align__(16) float ring[kSlicesPerBlock][kStages * kStageValues];
+  const int lane = static_cast<int>(threadIdx.x % 16), half = static_cast<int>(threadIdx.x / 16);
+  const exact::WarpRow row{a.n, lane, 0xffffu << (threadIdx.x & 16u)};
+  float* stages = ring[half];
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kSlicesPerBlock;
+  // Both half-warps of a warp leave together only if they run the same count of slices: the
+  // loop runs to the first slice index past the end for both, and a half-warp past the end
+  // takes an empty slice (no copies, no values).
+  for (std::int64_t s0 = static_cast<std::int64_t>(blockIdx.x) * kSlicesPerBlock; s0 < a.rows; s0 += step) {
+    const std::int64_t s = s0 + half;
+    std::int64_t length = 0;
+    const float* x = s < a.rows ? GroupNormSlices::slice(a, s, length) : a.x;
+    const std::int64_t count = (length + kStageValues - 1) / kStageValues;
+    // Stage t (values [t kStageValues, ...)) into ring slot t % kStages: 16-byte chunks, lane
+    // by lane; one commit group a stage, empty past the last, so that "all but kStages - 1
+    // groups done" always means "stage t is in".
+    const auto issue = [&](std::int64_t t) {
+      if (t < count) {
+        const std::int64_t first = t * kStageValues, values = length - first < kStageValues ? length - first : kStageValues;
+        float* slot = stages + (t % kStages) * kStageValues;
+        for (std::int64_t q = 4 * lane; q < values; q += 64) exact::mma::copyChunk16(slot + q, x + first + q);
+      }
+      exact::mma::commitCopies();
+    };
+    for (int t = 0; t < kStages - 1; ++t) issue(t);
+    float sum = 0.0f, squares = 0.0f;
+    for (std::int64_t t = 0; t < count; ++t) {
+      issue(t + kStages - 1);
+      exact::mma::waitCopies<kStages - 1>();  // this lane's chunks of stage t are in
+      __syncwarp(row.mask);                   // and every lane's
+      const std::int64_t first = t * kStageValues, values = length - first < kStageValues ? length - first : kStageValues;
+      const float* slot = stages + (t % kStages) * kStageValues;
+      GIZML_UNROLL(4)
+      for (std::int64_t j = lane; j < values; j += 16) GroupNormSlices::step(slot[j], sum, squares);
+      __syncwarp(row.mask);  // every lane is done with the slot before the next issue refills it
+    }
+    exact::mma::waitCopies<0>();  // (only empty groups are left)
+    sum = row.tree(sum);
+    squares = row.tree(squares);
+    if (s < a.rows && row.leader()) {
+      a.partial[2 * s] = sum;
+      a.partial[2 * s + 1] = squares;
+    }
+  }
+}
+}  // namespace slices
 
 // One thread a (frame, pixel): its chain over the channels.
 __global__ void pixelNormKernel(const PixelNorm::Args a) {
@@ -45,9 +110,15 @@ struct GroupNormChunks {
   }
 };
 
-// A half-warp a slice, then a half-warp a chunk of a channel (each adds its group's partial sums
-// in order).
-void GroupNormSlices::cuda(const Gpu& g, const Args& a) { detail::launchRows<GroupNormSlices>(g, a); }
+// A half-warp a slice (streamed where the slices are 16-byte aligned), then a half-warp a chunk of
+// a channel (each adds its group's partial sums in order).
+void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
+  if (a.rows == 0) return;
+  if (!slices::streamable(a)) return detail::launchRows<GroupNormSlices>(g, a);
+  const std::int64_t blocks = (a.rows + slices::kSlicesPerBlock - 1) / slices::kSlicesPerBlock;
+  detail::launch(g, kName, slices::streamedKernel,
+                 detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 16 * slices::kSlicesPerBlock}, a);
+}
 
 void GroupNorm::cuda(const Gpu& g, const Args& a) {
   const std::int64_t n = a.n < GroupNormChunks::kChunk ? a.n : GroupNormChunks::kChunk;

@@ -77,15 +77,27 @@ GIZML_HD F pixelValue(F x, F r, bool act) {
 /// changes no bit). On a GPU every pixel's thread is resident at once for a video model's frames,
 /// so the first pass streams the whole tensor, and the channels it read last are the ones still in
 /// the L2: read first, they come from there rather than from memory again.
+///
+/// A thread has a pixel's whole chain, and a frame has few pixels for a GPU's threads (8192: 8
+/// frames, 65536 threads), so each keeps several loads in flight: the first pass unrolled 8 times,
+/// the second taking 8 channels' loads before their stores (a store to out may alias a later load
+/// from x as far as the compiler knows; a channel's value is read before its own store).
 template <class At, class T>
 GIZML_HD void pixelNormPixels(const At& at, const T* x, T* out, std::int64_t c, std::int64_t pixels, float eps,
                               bool act) {
   using F = decltype(at.load(x));
+  constexpr int kBatch = 8;
   F ss{};
+  GIZML_UNROLL(8)
   for (std::int64_t ch = 0; ch < c; ++ch) ss = pixelSquareStep(at.load(x + ch * pixels), ss);
   const F r = pixelScale(ss, c, eps);
-  for (std::int64_t ch = c - 1; ch >= 0; --ch)
-    at.store(out + ch * pixels, pixelValue(at.load(x + ch * pixels), r, act));
+  std::int64_t ch = c;  // channels [0, ch) are left
+  for (; ch >= kBatch; ch -= kBatch) {
+    F v[kBatch];
+    for (int k = 0; k < kBatch; ++k) v[k] = at.load(x + (ch - 1 - k) * pixels);
+    for (int k = 0; k < kBatch; ++k) at.store(out + (ch - 1 - k) * pixels, pixelValue(v[k], r, act));
+  }
+  for (; ch > 0; --ch) at.store(out + (ch - 1) * pixels, pixelValue(at.load(x + (ch - 1) * pixels), r, act));
 }
 
 /// groupNorm's element: fma((x - mean) * rstd, w, b), SiLU when act.
@@ -120,7 +132,7 @@ GIZML_HD void normRotateStep(const At& at, T* v, std::int64_t half, float scale,
 template <class Row, class T>
 GIZML_HD void normRotateHalves(const Row& halves, T* v, float scale, const float* w, const float* cos,
                                const float* sin) {
-  halves.forEach([&](const auto& at) GIZML_HD_LAMBDA { normRotateStep(at, v, halves.n, scale, w, cos, sin); });
+  halves.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { normRotateStep(at, v, halves.n, scale, w, cos, sin); });
 }
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
@@ -151,7 +163,7 @@ struct ModulatedNorm {
     const std::int64_t m = mapped(a, r);
     const float *shift = a.shift + m * a.n, *scale = a.scale + m * a.n;
     const exact::MeanRstd s = modulatedStats(row, x, a.eps, a.centered);
-    row.forEach([&](const auto& at) {
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
       const auto v = modulatedValue(at.load(x), s.mean, s.rstd, at.load(a.w), at.load(scale), at.load(shift));
       if (a.yBF16) at.store(a.yBF16 + r * a.n, v);
       else at.stream(a.y + r * a.n, v);  // past the caches where the host asked (ModulatedNorm::host)
@@ -183,7 +195,7 @@ struct GatedNormAdd {
     float* x = a.x + r * a.n;
     const float* gate = a.gate + mapped(a, r) * a.n;
     const float scale = exact::rmsScale(row, y, a.eps);
-    row.forEach([&](const auto& at) {
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
       at.store(x, gatedAddValue(at.load(y), scale, at.load(a.w), at.load(gate), at.load(x)));
     });
   }
@@ -257,16 +269,24 @@ struct GroupNormSlices {
     std::int64_t groupLength;
     float* partial;
   };
+  /// A lane's step of its two chains: sum += v; squares = fma(v, v, squares).
+  template <class F>
+  GIZML_HD static void step(F v, F& sum, F& squares) {
+    sum = sum + v;
+    squares = exact::fmaLane(v, v, squares);
+  }
+  /// Slice s's values: where its group's start in x, and its length (0 for an empty one).
+  GIZML_HD static const float* slice(const Args& a, std::int64_t s, std::int64_t& length) {
+    const std::int64_t start = (s % kGroupSlices) * a.n, rest = a.groupLength - start;
+    length = rest < 0 ? 0 : rest < a.n ? rest : a.n;
+    return a.x + (s / kGroupSlices) * a.groupLength + start;
+  }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t s) {
-    const std::int64_t start = (s % kGroupSlices) * a.n, rest = a.groupLength - start;
-    const float* x = a.x + (s / kGroupSlices) * a.groupLength + start;
+    std::int64_t length;
+    const float* x = slice(a, s, length);
     float sums[2];  // an empty slice gives +0, +0
-    row.ofLength(rest < 0 ? 0 : rest < a.n ? rest : a.n).reduce(sums, [&](const auto& at, auto& acc) {
-      const auto v = at.load(x);
-      acc[0] = acc[0] + v;
-      acc[1] = exact::fmaLane(v, v, acc[1]);
-    });
+    row.ofLength(length).reduce(sums, [&](const auto& at, auto& acc) { step(at.load(x), acc[0], acc[1]); });
     if (row.leader()) {
       a.partial[2 * s] = sums[0];
       a.partial[2 * s + 1] = sums[1];

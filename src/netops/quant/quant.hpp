@@ -159,8 +159,11 @@ struct ModulatedInt8Rows {
       const auto at = row.stepAt(b + 16 * k);
       v[k] = exact::roundToBF16Lanes(norms::modulatedValue(at.load(m.x + at0), st.mean, st.rstd, at.load(m.w),
                                                            at.load(scale), at.load(shift)));
-      if (storeY) at.store(m.yBF16 + at0, v[k]);  // exact: v is a BF16 value already
     }
+    // y after all 16 steps' loads (a store between them would keep a GPU from issuing the loads
+    // together); exact: v is a BF16 value already.
+    if (storeY)
+      for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).store(m.yBF16 + at0, v[k]);
     exact::hadamard256(row, v);
   }
   /// The row's two walks, as Int8Rows::row (the host: host.cpp's ModulatedInt8RowsHost).
