@@ -322,18 +322,18 @@ struct WarpRow : RowSums<WarpRow> {
   /// registers whatever branch a store was in).
   struct HeldAt : At {
     struct Slot {
-      void* where;
-      std::uint32_t bits;
+      void* where;  // a float, or a BF16 value (std::uint16_t) where bf16
+      float value;
       bool bf16;
       GIZML_HD void write() const {
-        if (bf16) *static_cast<std::uint16_t*>(where) = static_cast<std::uint16_t>(bits);
-        else *static_cast<std::uint32_t*>(where) = bits;
+        if (bf16) *static_cast<std::uint16_t*>(where) = floatToBF16(value);
+        else *static_cast<float*>(where) = value;
       }
     };
     mutable Slot first{}, second{};
     mutable int held = 0;
-    GIZML_HD void store(float* row, float v) const { hold({row + At::i, toBits(v), false}); }
-    GIZML_HD void store(std::uint16_t* row, float v) const { hold({row + At::i, floatToBF16(v), true}); }
+    GIZML_HD void store(float* row, float v) const { hold({row + At::i, v, false}); }
+    GIZML_HD void store(std::uint16_t* row, float v) const { hold({row + At::i, v, true}); }
     GIZML_HD void stream(float* row, float v) const { store(row, v); }
     GIZML_HD void hold(const Slot& s) const {
 #if defined(__CUDA_ARCH__)
