@@ -42,14 +42,18 @@ __global__ void streamedKernel(const GroupNormSlices::Args a) {
     std::int64_t length = 0;
     const float* x = s < a.rows ? GroupNormSlices::slice(a, s, length) : a.x;
     const std::int64_t count = (length + kStageValues - 1) / kStageValues;
+    const auto valuesOf = [&](std::int64_t t) {  // stage t's values (the last one may be short)
+      const std::int64_t rest = length - t * kStageValues;
+      return rest < kStageValues ? rest : std::int64_t{kStageValues};
+    };
     // Stage t (values [t kStageValues, ...)) into ring slot t % kStages: 16-byte chunks, lane
     // by lane; one commit group a stage, empty past the last, so that "all but kStages - 1
     // groups done" always means "stage t is in".
     const auto issue = [&](std::int64_t t) {
       if (t < count) {
-        const std::int64_t first = t * kStageValues, values = length - first < kStageValues ? length - first : kStageValues;
+        const float* from = x + t * kStageValues;
         float* slot = stages + (t % kStages) * kStageValues;
-        for (std::int64_t q = 4 * lane; q < values; q += 64) exact::mma::copyChunk16(slot + q, x + first + q);
+        for (std::int64_t q = 4 * lane, values = valuesOf(t); q < values; q += 64) exact::mma::copyChunk16(slot + q, from + q);
       }
       exact::mma::commitCopies();
     };
@@ -59,8 +63,8 @@ __global__ void streamedKernel(const GroupNormSlices::Args a) {
       issue(t + kStages - 1);
       exact::mma::waitCopies<kStages - 1>();  // this lane's chunks of stage t are in
       __syncwarp(row.mask);                   // and every lane's
-      const std::int64_t first = t * kStageValues, values = length - first < kStageValues ? length - first : kStageValues;
       const float* slot = stages + (t % kStages) * kStageValues;
+      const std::int64_t values = valuesOf(t);
       GIZML_UNROLL(4)
       for (std::int64_t j = lane; j < values; j += 16) GroupNormSlices::step(slot[j], sum, squares);
       __syncwarp(row.mask);  // every lane is done with the slot before the next issue refills it
