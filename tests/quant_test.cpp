@@ -118,6 +118,34 @@ TEST(HadamardRows, RotateWeightRowsIsTheSameTransform) {
     }
 }
 
+TEST(HadamardRows, ZerosKeepTheStagesSigns) {
+  // A stage's output d is -0 from zeros only as ((s0 u0 + s1 u1) + s2 u2) + s3 u3 makes it: u_e = -0
+  // where s_e = +1 and +0 where s_e = -1 (d = 0: -0 -0 -0 +0; d = 3: +0 -0 -0 -0); from all +0 it
+  // is +0. Each block here is zeros signed so that its element `target` comes out -0 through the
+  // four stages, through output d = target's base-4 digit at every stage: a shortcut that computes
+  // u1 - u0 as -(u0 - u1), or drops a zero's sign elsewhere, gives +0. Compared with the reference
+  // bit for bit, every element.
+  const int targets[] = {0, 85, 170, 255, 27, 228};  // digits all 0, 1, 2, 3, and mixed
+  const int blocks = static_cast<int>(std::size(targets));
+  std::vector<float> x(static_cast<std::size_t>(blocks) * 256);
+  // want(stage, e, negative): stage t's output e (strides 1, 4, 16, 64 for t = 0 .. 3) is -0 where
+  // negative, else +0; stage -1 is the input.
+  const auto want = [&](auto& self, float* block, int stage, int e, bool negative) -> void {
+    if (stage < 0) {
+      block[e] = negative ? -0.0f : 0.0f;
+      return;
+    }
+    const int stride = 1 << (2 * stage), d = e / stride % 4, base = e - d * stride;
+    for (int k = 0; k < 4; ++k) self(self, block, stage - 1, base + k * stride, negative && (d + k != 3));
+  };
+  for (int b = 0; b < blocks; ++b) want(want, x.data() + 256 * b, 3, targets[b], true);
+  const auto got = netops::hadamardRows(host(x, {1, blocks * 256})).toVector<float>();
+  std::vector<float> expected(x.size());
+  gizml::reference::hadamardRows(x.data(), 1, blocks * 256, expected.data());
+  for (int b = 0; b < blocks; ++b) EXPECT_TRUE(std::signbit(expected[256 * b + targets[b]])) << "target " << targets[b];
+  EXPECT_TRUE(sameBits(got, expected));
+}
+
 TEST(HadamardRows, Bf16RowsAreTheirF32Values) {
   const Tensor xb = host(withSpecials(Key{6, 1}, 3 * 512), {3, 512}).to(DType::BF16);
   EXPECT_TRUE(sameBits(netops::hadamardRows(xb).toVector<float>(),
