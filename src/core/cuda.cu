@@ -10,6 +10,7 @@
 
 #include "core/backend.hpp"
 #include "core/cuda_launch.cuh"
+#include "core/cuda_rows.cuh"
 #include "exact/math.hpp"
 #include "exact/philox.hpp"
 #include "gizml/error.hpp"
@@ -88,6 +89,33 @@ void cudaRelease(int device, void* p) noexcept {
   // After the queued work that uses it; the host does not wait (cudaFree would).
   if (usesMemoryPool(device)) cudaFreeAsync(p, cudaStreamLegacy);
   else cudaFree(p);
+}
+
+// ---- the row launches' grid ------------------------------------------------------------------
+
+unsigned rowBlocksCap(int device) {
+  constexpr unsigned kMost = 1u << 20;
+  static const long rowsPerSm = [] {
+    const char* v = std::getenv("GIZML_CUDA_ROWS_PER_SM");
+    if (!v || !*v) return 0L;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 0 || n > (1L << 20))
+      throw Error(std::string("gizml: GIZML_CUDA_ROWS_PER_SM: expected a whole number from 0 to 2^20, got '") + v + "'");
+    return n;
+  }();
+  if (rowsPerSm == 0 || device < 0 || device >= kMaxDevices) return kMost;
+  static std::once_flag once[kMaxDevices];
+  static unsigned sms[kMaxDevices] = {};
+  std::call_once(once[device], [device] {
+    int count = 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) cudaGetLastError();
+    sms[device] = count > 0 ? static_cast<unsigned>(count) : 0;
+  });
+  if (sms[device] == 0) return kMost;
+  const unsigned perSm = rowsPerSm / kRowsPerBlock > 0 ? static_cast<unsigned>(rowsPerSm / kRowsPerBlock) : 1;
+  const std::uint64_t blocks = static_cast<std::uint64_t>(sms[device]) * perSm;
+  return blocks < kMost ? static_cast<unsigned>(blocks) : kMost;
 }
 
 // ---- the device error flag ----------------------------------------------------------------------------

@@ -9,10 +9,19 @@ namespace gizml::detail {
 
 constexpr int kRowsPerBlock = 8;
 
-/// A half-warp a row, kRowsPerBlock rows a block, at most 2^20 blocks (the kernels stride).
-inline Grid rowsGrid(std::int64_t rows) {
-  const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  return Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 16 * kRowsPerBlock};
+/// The most blocks a row launch on `device` starts, the rest of its rows taken by striding:
+/// 2^20, or fewer where the environment asks. GIZML_CUDA_ROWS_PER_SM=N (N > 0) holds at most N
+/// rows a multiprocessor at once (N / kRowsPerBlock blocks of each, at least one; unset or 0: no
+/// such limit). It is there to measure one question on a GPU: all of a large tensor's rows at once
+/// read 2x their bytes from memory (an H200, modulatedNorm on [8192, 3072] F32: 201 MB for 100 MB),
+/// as a row's second read finds it gone from L2; fewer rows at once would keep it there, but
+/// leave fewer reads in flight. Read once a process (cuda.cu).
+unsigned rowBlocksCap(int device);
+
+/// A half-warp a row, kRowsPerBlock rows a block, at most rowBlocksCap blocks (the kernels stride).
+inline Grid rowsGrid(const Gpu& g, std::int64_t rows) {
+  const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock, cap = rowBlocksCap(g.device.index);
+  return Grid{static_cast<unsigned>(blocks < cap ? blocks : cap), 16 * kRowsPerBlock};
 }
 
 template <class Kernel>
@@ -29,7 +38,7 @@ __global__ void rowsKernel(const typename Kernel::Args a) {
 template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
-  launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(a.rows), a);
+  launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(g, a.rows), a);
 }
 
 /// rowsKernel for row functions that read a row map: row r runs only when Kernel::mapped(a, r)
@@ -48,7 +57,7 @@ __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag 
 template <class Kernel>
 void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
-  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(a.rows), a);
+  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(g, a.rows), a);
 }
 
 }  // namespace gizml::detail

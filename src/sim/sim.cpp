@@ -658,7 +658,8 @@ cudaError_t cudaGetDeviceCount(int* count) {
 cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (device != 0) return cudaErrorInvalidDevice;
-  *value = attr == cudaDevAttrMemoryPoolsSupported ? 1 : 0;
+  // Memory pools, and 4 multiprocessors (only a launch's grid reads it: GIZML_CUDA_ROWS_PER_SM).
+  *value = attr == cudaDevAttrMemoryPoolsSupported ? 1 : attr == cudaDevAttrMultiProcessorCount ? 4 : 0;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On a GPU machine, after tools/gpu-check.sh has passed there: how the row ops' bandwidth depends on
+# how many rows run at once (GIZML_CUDA_ROWS_PER_SM, src/core/cuda_rows.cuh). The question it
+# answers: on an H200 all 8192 rows of a [8192, 3072] F32 tensor run at once, and modulatedNorm
+# read 201 MB for its 100 MB x (a row's second read missed L2); fewer rows at once keep the row in
+# L2 or L1 but leave fewer reads in flight. For each value (ROWS_SWEEP, default "0 8 16 24 32 64";
+# 0: all rows at once, the default), gizml_bench's row benchmarks on GPU 0 and their shares of the
+# copy in the same run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the share lines
+# also on stdout. Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
+#   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$(cd "${1:-$ROOT/build-gpu}" && pwd)" || { echo "gpu-rows-sweep: no build folder ${1:-$ROOT/build-gpu}"; exit 2; }
+BENCH="$BUILD/bench/gizml_bench"
+[ -x "$BENCH" ] || { echo "gpu-rows-sweep: $BUILD has no bench/gizml_bench"; exit 2; }
+LOG="${OUT:-$BUILD}/rows-sweep.log"
+export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|CrossEntropyRows'
+: > "$LOG"
+status=0
+for n in ${ROWS_SWEEP:-0 8 16 24 32 64}; do
+  echo "== GIZML_CUDA_ROWS_PER_SM=$n" | tee -a "$LOG"
+  if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROWS_PER_SM="$n" timeout "${ROWS_SWEEP_LIMIT:-60}" "$BENCH" \
+    --benchmark_filter="$FILTER" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
+    echo "gpu-rows-sweep: the run with $n failed or timed out (see $LOG)" | tee -a "$LOG"
+    status=1
+  fi
+  # The shares: the lines after the bench's "as a share of the copy" heading, in this run's part.
+  awk -v n="== GIZML_CUDA_ROWS_PER_SM=$n" '$0 == n {on = 1; next} /^== / {on = 0} on && /share of the copy/ {s = 1} on && s && /%/' "$LOG"
+done
+exit $status
