@@ -48,9 +48,9 @@ GIZML_HD void hadamard4(F& u0, F& u1, F& u2, F& u3) {
 /// outputs 0 and 1) would wait on their pipes while the others idle. fma(u, +-1, a) is a + u or
 /// a - u rounded once (the product is exact): the same bits, the zeros' signs included, so the first
 /// `fmas` of the additions go as fmas: 3 beside the 4 halvings, 5 without them. On a Zen 4, 2
-/// threads, three interleaved rounds against none: hadamardRows [8192, 3072] 4.9-6.9 -> 4.4-5.1 ms,
-/// int8Rows 4.3-4.8 -> 4.0-4.4 ms (F32) and 3.9-4.1 -> 3.6-4.0 ms (BF16), modulatedInt8Rows
-/// 7.5-8.1 -> 7.3-8.0 ms; 2 and 4 (4 and 6, 6 and 8) fmas gained less.
+/// threads, three interleaved rounds against none, medians: hadamardRows [8192, 3072] 5.2-6.9 ->
+/// 4.4-5.1 ms, int8Rows 4.3-4.8 -> 4.0-4.4 ms (F32) and 3.9-4.1 -> 3.6-4.1 ms (BF16),
+/// modulatedInt8Rows 7.5-8.1 -> 7.3-8.0 ms; 2 and 4 (4 and 6, 6 and 8) fmas gained less.
 template <bool Halve = true>
 inline __attribute__((always_inline)) void hadamard4(f32x16& u0, f32x16& u1, f32x16& u2, f32x16& u3) {
   constexpr int fmas = Halve ? 3 : 5;
