@@ -38,9 +38,10 @@ void timed(benchmark::State& state, gizml::Device d, std::size_t bytes, Op op) {
   // 100 MB of new pages) would land in the first timed iteration; the copy's output is touched too.
   op();
   gizml::bench::finish(d);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     op();
-    gizml::bench::finish(d);
+    end();
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
@@ -50,9 +51,15 @@ void timed(benchmark::State& state, gizml::Device d, std::size_t bytes, Op op) {
 /// iteration, untimed. Run again and again on its own output, pixelNorm + SiLU drove a third of
 /// the values subnormal by the 150th run and two thirds to zero (SiLU halves small negatives, the
 /// norm does not bring them back), and rowNormRope's rows, times w again and again, went the same
-/// way: timings of values no model holds (a Zen 4 took about 40% longer on such rows).
+/// way: timings of values no model holds (a Zen 4 took about 40% longer on such rows). A GPU takes
+/// subnormals at full speed, and a reset would make each iteration wait for the GPU: there the op
+/// runs on its own output, queued as timed's (after one reset, untimed).
 template <class Op>
 void timedInPlace(benchmark::State& state, gizml::Device d, std::size_t bytes, Tensor& x, const Tensor& start, Op op) {
+  if (d.isCuda()) {
+    x.copyFrom(start);
+    return timed(state, d, bytes, op);
+  }
   for (auto _ : state) {
     state.PauseTiming();
     x.copyFrom(start);

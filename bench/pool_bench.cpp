@@ -31,9 +31,10 @@ double outBytes(const benchmark::State& state) {
 void BM_Pool2d(benchmark::State& state, bool average) {
   const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, imageShape(state), d);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     Tensor y = netops::pool2d(x, state.range(4), state.range(5), average);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(y.raw());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(x.bytes() + outBytes(state)) * state.iterations());
@@ -43,9 +44,10 @@ void BM_Pool2dGrad(benchmark::State& state, bool average) {
   const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, imageShape(state), d);
   Tensor dy = netops::pool2d(x, state.range(4), state.range(5), average);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     Tensor dx = netops::pool2dGrad(dy, x, state.range(4), state.range(5), average);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(dx.raw());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(2.0 * x.bytes() + outBytes(state)) * state.iterations());

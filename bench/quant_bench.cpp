@@ -21,9 +21,10 @@ void int8RowsBench(benchmark::State& state, bool bf16) {
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor x = bf16 ? Tensor::normal(Key{7, 7}, {rows, n}, d).to(gizml::DType::BF16) : Tensor::normal(Key{7, 7}, {rows, n}, d);
   auto out = netops::int8Rows(x, bits);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     netops::int8RowsInto(x, out.q, out.s, bits);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(out.q.raw());
   }
   state.SetItemsProcessed(rows * n * state.iterations());
@@ -38,9 +39,10 @@ void BM_HadamardRows(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor x = Tensor::normal(Key{8, 8}, {rows, n}, d);
   Tensor y = Tensor::empty({rows, n}, gizml::DType::F32, d);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     netops::hadamardRowsInto(x, y);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(y.raw());
   }
   state.SetItemsProcessed(rows * n * state.iterations());

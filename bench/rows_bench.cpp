@@ -31,9 +31,10 @@ void BM_LayerNorm(benchmark::State& state) {
   const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   Tensor w = Tensor::normal(Key{3, 3}, {n}, d), b = Tensor::normal(Key{4, 4}, {n}, d);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     auto out = netops::layerNorm(x, w, b, 1e-5);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(out.y.raw());
   }
   setBytes(state, 2.0 * rows * n * 4);  // x in, y out
@@ -45,9 +46,10 @@ void BM_LayerNormGrad(benchmark::State& state) {
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d), dy = Tensor::normal(Key{5, 5}, {rows, n}, d);
   Tensor w = Tensor::normal(Key{3, 3}, {n}, d), b = Tensor::normal(Key{4, 4}, {n}, d);
   auto fwd = netops::layerNorm(x, w, b, 1e-5);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     auto g = netops::layerNormGrad(dy, x, w, fwd.mean, fwd.rstd);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(g.dx.raw());
   }
   setBytes(state, 3.0 * rows * n * 4);  // dy and x in, dx out (the column pass reads them again)
@@ -57,9 +59,10 @@ void BM_Dropout(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
   const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     Tensor y = x.dropout(Key{6, 6}, 0.1);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(y.raw());
   }
   setBytes(state, 2.0 * rows * n * 4);
@@ -76,9 +79,10 @@ void BM_CrossEntropyRows(benchmark::State& state) {
   const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   auto labels = labelsFor(rows, n);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     Tensor l = netops::crossEntropyRows(x, labels);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(l.raw());
   }
   setBytes(state, 1.0 * rows * n * 4);
@@ -90,9 +94,10 @@ void BM_CrossEntropyGrad(benchmark::State& state) {
   const Device d = gizml::bench::benchDevice();
   Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d);
   auto labels = labelsFor(rows, n);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     Tensor g = netops::crossEntropyGrad(x, labels, 1.0);
-    gizml::bench::finish(d);
+    end();
     benchmark::DoNotOptimize(g.raw());
   }
   setBytes(state, 2.0 * rows * n * 4);

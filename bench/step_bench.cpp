@@ -23,9 +23,10 @@ void timed(benchmark::State& state, gizml::Device d, std::int64_t values, std::i
   // pages) would otherwise land in the first timed iteration.
   op();
   gizml::bench::finish(d);
+  gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
     op();
-    gizml::bench::finish(d);
+    end();
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(values * state.iterations());
