@@ -94,7 +94,6 @@ void cudaRelease(int device, void* p) noexcept {
 // ---- the row launches' grid ------------------------------------------------------------------
 
 unsigned rowBlocksCap(int device) {
-  constexpr unsigned kMost = 1u << 20;
   static const long rowsPerSm = [] {
     const char* v = std::getenv("GIZML_CUDA_ROWS_PER_SM");
     if (!v || !*v) return 0L;
@@ -104,7 +103,7 @@ unsigned rowBlocksCap(int device) {
       throw Error(std::string("gizml: GIZML_CUDA_ROWS_PER_SM: expected a whole number from 0 to 2^20, got '") + v + "'");
     return n;
   }();
-  if (rowsPerSm == 0 || device < 0 || device >= kMaxDevices) return kMost;
+  if (rowsPerSm == 0 || device < 0 || device >= kMaxDevices) return kMostBlocks;
   static std::once_flag once[kMaxDevices];
   static unsigned sms[kMaxDevices] = {};
   std::call_once(once[device], [device] {
@@ -112,10 +111,10 @@ unsigned rowBlocksCap(int device) {
     if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) cudaGetLastError();
     sms[device] = count > 0 ? static_cast<unsigned>(count) : 0;
   });
-  if (sms[device] == 0) return kMost;
+  if (sms[device] == 0) return kMostBlocks;
   const unsigned perSm = rowsPerSm / kRowsPerBlock > 0 ? static_cast<unsigned>(rowsPerSm / kRowsPerBlock) : 1;
   const std::uint64_t blocks = static_cast<std::uint64_t>(sms[device]) * perSm;
-  return blocks < kMost ? static_cast<unsigned>(blocks) : kMost;
+  return stridingBlocks(static_cast<std::int64_t>(blocks));
 }
 
 // ---- the device error flag ----------------------------------------------------------------------------

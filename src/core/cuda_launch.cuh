@@ -34,6 +34,13 @@ inline unsigned gridFor(std::int64_t items, std::int64_t perBlock) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
+/// The most blocks a kernel that strides over its work starts (its loop takes the rest).
+constexpr unsigned kMostBlocks = 1u << 20;
+/// `blocks` for a striding kernel, at most kMostBlocks.
+inline unsigned stridingBlocks(std::int64_t blocks) {
+  return blocks < kMostBlocks ? static_cast<unsigned>(blocks) : kMostBlocks;
+}
+
 /// A one-dimensional launch's shape.
 struct Grid {
   unsigned blocks = 1;

@@ -10,7 +10,7 @@ namespace gizml::detail {
 constexpr int kRowsPerBlock = 8;
 
 /// The most blocks a row launch on `device` starts, the rest of its rows taken by striding:
-/// 2^20, or fewer where the environment asks. GIZML_CUDA_ROWS_PER_SM=N (N > 0) holds at most N
+/// kMostBlocks, or fewer where the environment asks. GIZML_CUDA_ROWS_PER_SM=N (N > 0) holds at most N
 /// rows a multiprocessor at once (N / kRowsPerBlock blocks of each, at least one; unset or 0: no
 /// such limit). It is there to measure one question on a GPU: all of a large tensor's rows at once
 /// read 2x their bytes from memory (an H200, modulatedNorm on [8192, 3072] F32: 201 MB for 100 MB),

@@ -85,7 +85,7 @@ void Attention::cuda(const Gpu& g, const Args& a) {
   if (queries == 0) return;
   const std::int64_t blocks = (queries + kQueriesPerBlock - 1) / kQueriesPerBlock;
   detail::launch(g, kName, attentionKernel,
-                 detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 16 * kQueriesPerBlock}, a);
+                 detail::Grid{detail::stridingBlocks(blocks), 16 * kQueriesPerBlock}, a);
 }
 
 // headPrepInPlace: a unit (one head of a row's q or k) a half-warp, prepUnit's row function.

@@ -330,7 +330,7 @@ void flashPack(const Gpu& g, const char* fn, const FlashPack& a) {
   const std::int64_t total = a.units * a.rows * a.dPad;
   if (total == 0) return;
   const std::int64_t blocks = (total + 255) / 256;
-  detail::launch(g, fn, packKernel, detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 256}, a);
+  detail::launch(g, fn, packKernel, detail::Grid{detail::stridingBlocks(blocks), 256}, a);
 }
 
 void flashRun(const Gpu& g, const char* fn, FlashKeys keys, const FlashParams& a) {

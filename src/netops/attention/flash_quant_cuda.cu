@@ -401,7 +401,7 @@ void SageRows::run(const Gpu& g, const Args& a) {
   detail::launch(g, kName, statsKernel, detail::Grid::forItems(a.heads * groups(a) * a.head), a);
   detail::launch(g, kName, scalesKernel, detail::Grid::forItems(32 * a.heads * groups(a) * (qBlocks(a) + kBlocks(a))), a);
   const std::int64_t codes = 2 * a.heads * a.rows * a.head, blocks = (codes + 255) / 256;
-  detail::launch(g, kName, qkCodesKernel, detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 256}, a);
+  detail::launch(g, kName, qkCodesKernel, detail::Grid{detail::stridingBlocks(blocks), 256}, a);
   const std::int64_t vTiles = a.heads * groups(a) * (tkPad(a) / kVTile) * (a.head / kVTile);
   detail::launch(g, kName, vCodesKernel, detail::Grid{detail::gridFor(vTiles, 1), kVThreads}, a);
   if (a.head == 64) launchSage<64>(g, a);

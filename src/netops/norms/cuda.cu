@@ -121,7 +121,7 @@ void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
   if (!slices::streamable(a)) return detail::launchRows<GroupNormSlices>(g, a);
   const std::int64_t blocks = (a.rows + slices::kSlicesPerBlock - 1) / slices::kSlicesPerBlock;
   detail::launch(g, kName, slices::streamedKernel,
-                 detail::Grid{static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), 16 * slices::kSlicesPerBlock}, a);
+                 detail::Grid{detail::stridingBlocks(blocks), 16 * slices::kSlicesPerBlock}, a);
 }
 
 void GroupNorm::cuda(const Gpu& g, const Args& a) {

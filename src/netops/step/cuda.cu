@@ -27,8 +27,7 @@ __global__ void splitSumKernel(const SplitSumInto::Args a) {
 void ArgmaxInto::cuda(const Gpu& g, const Args& a) { detail::launchRows<ArgmaxInto>(g, a); }
 
 void CandidatesInto::cuda(const Gpu& g, const Args& a) {
-  const unsigned blocks = static_cast<unsigned>(a.rows < (1 << 20) ? a.rows : (1 << 20));
-  detail::launch(g, kName, candidatesKernel, detail::Grid{blocks, CANDIDATE_WORKERS}, a);
+  detail::launch(g, kName, candidatesKernel, detail::Grid{detail::stridingBlocks(a.rows), CANDIDATE_WORKERS}, a);
 }
 
 void NormRotateInto::cuda(const Gpu& g, const Args& a) {
