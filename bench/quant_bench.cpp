@@ -54,4 +54,4 @@ void BM_HadamardRows(benchmark::State& state) {
 GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Int8Rows)->Args({8192, 3072, 8})->Args({32, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Int8RowsBF16)->Args({8192, 3072, 8})->Args({32, 3072, 8})->Args({8192, 3072, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
-GIZML_BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_HadamardRows)->Args({8192, 3072})->Args({32, 3072})->Unit(benchmark::kMillisecond)->UseRealTime();
