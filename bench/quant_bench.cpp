@@ -1,7 +1,7 @@
 // The 8-bit rows on a diffusion transformer's activations ([8192, 3072]): int8Rows (x F32, or BF16)
 // and hadamardRows in values/s (items) and bytes/s (x read once, the outputs written once), after a
 // BM_Copy of their own (the same [8192, 3072]) for the machine's bandwidth, so that a filtered or
-// shuffled run still pairs them with the right copy; int8Rows also on [32, 3072], which stays in
+// shuffled run still pairs them with the right copy; each also on [32, 3072], which stays in
 // the caches: the rate of its arithmetic alone. GIZML_BENCH_DEVICE=cuda runs them on GPU 0.
 #include <benchmark/benchmark.h>
 
