@@ -167,6 +167,37 @@ TEST(ModulatedNorm, StreamedOutputEqualsRowsAlone) {
   }
 }
 
+/// Past 32 MiB of x the host runs its rows pipelined (a row's values inside the next row's sums,
+/// exact::hostRowsBeside, with prefetches); below, one row at a time (hostRows). Every row of a
+/// large x equals the same rows taken in four chunks below the threshold: F32 and BF16 y, RMS and
+/// centered, rows of 3072 (F32 y streamed) and 3080 (a last step of 8, y not streamed).
+TEST(ModulatedNorm, PipelinedRowsEqualRowsInChunks) {
+  const std::int64_t rows = 2752;
+  for (std::int64_t n : {std::int64_t{3072}, std::int64_t{3080}}) {
+    SCOPED_TRACE(n);
+    const Tensor x = Tensor::normal(Key{115, 0}, {rows, n}), w = host(randomFloats(Key{116, 0}, n), {n});
+    const Tensor shift = host(randomFloats(Key{117, 0}, kMods * n), {kMods, n});
+    const Tensor scale = host(randomFloats(Key{118, 0}, kMods * n), {kMods, n});
+    const Tensor map = host(mapOf(Key{119, 0}, rows), {rows});
+    ASSERT_GE(x.bytes(), std::size_t{32} << 20);
+    for (bool centered : {false, true}) {
+      SCOPED_TRACE(centered);
+      const Tensor all = netops::modulatedNorm(x, w, shift, scale, map, 1e-6, centered);
+      const Tensor allBF16 = Tensor::empty({rows, n}, DType::BF16);
+      netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, centered, allBF16);
+      for (std::int64_t k = 0; k < 4; ++k) {
+        const std::int64_t r0 = k * rows / 4, r1 = (k + 1) * rows / 4;
+        SCOPED_TRACE(r0);
+        const Tensor part = netops::modulatedNorm(x.rows(r0, r1), w, shift, scale, map.rows(r0, r1), 1e-6, centered);
+        EXPECT_TRUE(sameBits(part.toFloats(), all.rows(r0, r1).toFloats()));
+        const Tensor partBF16 = Tensor::empty({r1 - r0, n}, DType::BF16);
+        netops::modulatedNormInto(x.rows(r0, r1), w, shift, scale, map.rows(r0, r1), 1e-6, centered, partBF16);
+        EXPECT_TRUE(sameBits(partBF16.toFloats(), allBF16.rows(r0, r1).toFloats()));
+      }
+    }
+  }
+}
+
 TEST(ModulatedNorm, BadInput) {
   const char* fn = "gizml::netops::modulatedNorm";
   const char* into = "gizml::netops::modulatedNormInto";
@@ -292,6 +323,29 @@ TEST(GatedNormAdd, AccuracyAgainstFloat64) {
       }
     }
     EXPECT_LE(worst, 1.0) << "worst error / bound";
+  }
+}
+
+/// gatedNormAdd past 32 MiB of x and y (the host's pipeline, as modulatedNorm's) equals the same
+/// rows in four chunks below it, every row; rows of 3072 and 3080 (a last step of 8).
+TEST(GatedNormAdd, PipelinedRowsEqualRowsInChunks) {
+  const std::int64_t rows = 2752;
+  for (std::int64_t n : {std::int64_t{3072}, std::int64_t{3080}}) {
+    SCOPED_TRACE(n);
+    const Tensor x = Tensor::normal(Key{120, 0}, {rows, n});
+    const Tensor y = Tensor::normal(Key{121, 0}, {rows, n}).to(DType::BF16);
+    const Tensor w = host(randomFloats(Key{122, 0}, n), {n}), gate = host(randomFloats(Key{123, 0}, kMods * n), {kMods, n});
+    const Tensor map = host(mapOf(Key{124, 0}, rows), {rows});
+    ASSERT_GE(x.bytes() + y.bytes(), std::size_t{32} << 20);
+    const Tensor all = x.clone();
+    netops::gatedNormAddInto(all, y, w, gate, map, 1e-6);
+    for (std::int64_t k = 0; k < 4; ++k) {
+      const std::int64_t r0 = k * rows / 4, r1 = (k + 1) * rows / 4;
+      SCOPED_TRACE(r0);
+      const Tensor part = x.rows(r0, r1).clone();
+      netops::gatedNormAddInto(part, y.rows(r0, r1), w, gate, map.rows(r0, r1), 1e-6);
+      EXPECT_TRUE(sameBits(part.toFloats(), all.rows(r0, r1).toFloats()));
+    }
   }
 }
 

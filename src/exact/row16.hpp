@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "exact/convert.hpp"
@@ -260,6 +261,61 @@ void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
   {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r);
+    if (streamStores) streamFence();  // this thread's streaming stores, visible before the join
+  }
+}
+
+/// The host's loop for a row op made of statistics (sums: chains of dependent adds or fmas, each
+/// step waiting for the last) and then a pass of values: each thread runs its previous row's values
+/// (Kernel::values, two steps at a time as forEachWide hands them) inside its row's statistics
+/// (Kernel::stats on a SideRow), one in every 2 Kernel::sumPasses(a) of their steps (n / 32 against
+/// n / 16 a pass), and the rest after them. The same statistics and the same values as
+/// Kernel::row's, so the same bits as hostRows: only the order in which rows are finished moves.
+/// Kernel gives stats(row, a, r) -> S (the statistics, and the row's pointers for its values),
+/// sumPasses(a), and values(at, a, S) for an At or a TwinAt. Row r's values may overwrite what its
+/// own statistics read, never another row's. ahead(r, i) runs after each whole sum step of row r
+/// (element i of a pass): the caller's prefetches of what the thread reads next from memory.
+template <class Kernel, class Ahead>
+void hostRowsBeside(const typename Kernel::Args& a, bool streamStores, Ahead ahead) {
+  using S = decltype(Kernel::stats(std::declval<const HostRow&>(), a, 0));
+  // The values of a row still to come, from element i.
+  struct Pending {
+    const typename Kernel::Args& a;
+    std::int64_t n, i;  // i >= n: none
+    bool streamStores;
+    S s;
+    GIZML_ROW bool finished() const { return i >= n; }
+    GIZML_ROW void step() {
+      if (i + 32 <= n) {
+        Kernel::values(HostRow::TwinAt{HostRow::At{i, 16, streamStores}, HostRow::At{i + 16, 16, streamStores}}, a, s);
+        i += 32;
+      } else {
+        Kernel::values(HostRow::At{i, n - i < 16 ? n - i : 16, streamStores}, a, s);
+        i += 16;
+      }
+    }
+  };
+#pragma omp parallel
+  {
+    const HostRow row{a.n, streamStores};
+    Pending pending{a, a.n, a.n, streamStores, S{}};
+    const int every = 2 * Kernel::sumPasses(a);
+#pragma omp for schedule(static) nowait
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      int wait = every;  // sum steps until the next value step
+      auto side = [&](std::int64_t i) __attribute__((always_inline)) {
+        ahead(r, i);
+        if (--wait == 0) {
+          wait = every;
+          if (!pending.finished()) pending.step();
+        }
+      };
+      const S s = Kernel::stats(SideRow<decltype(side)>{{}, a.n, row, side}, a, r);
+      while (!pending.finished()) pending.step();
+      pending.i = 0;
+      pending.s = s;
+    }
+    while (!pending.finished()) pending.step();
     if (streamStores) streamFence();  // this thread's streaming stores, visible before the join
   }
 }

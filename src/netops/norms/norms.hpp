@@ -157,17 +157,37 @@ struct ModulatedNorm {
     std::uint16_t* yBF16;  // BF16 output, or null
   };
   GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return mapIndex(a.map[r]); }
+  /// Row r: its statistics with what its values read and write (stats), then its values a step
+  /// at a time (row; the host's pipeline, exact::hostRowsBeside, runs a row's values inside the
+  /// next row's statistics).
+  struct RowAt {
+    const float *x, *scale, *shift;
+    float* y;
+    std::uint16_t* yBF16;
+    exact::MeanRstd s;
+  };
+  template <class Row>
+  GIZML_HD static RowAt stats(const Row& row, const Args& a, std::int64_t r) {
+    const std::int64_t m = mapped(a, r);
+    const float* x = a.x + r * a.n;
+    return {x,
+            a.scale + m * a.n,
+            a.shift + m * a.n,
+            a.y ? a.y + r * a.n : nullptr,
+            a.yBF16 ? a.yBF16 + r * a.n : nullptr,
+            modulatedStats(row, x, a.eps, a.centered)};
+  }
+  GIZML_HD static int sumPasses(const Args& a) { return a.centered ? 2 : 1; }
+  template <class At>
+  GIZML_HD static void values(const At& at, const Args& a, const RowAt& v) {
+    const auto y = modulatedValue(at.load(v.x), v.s.mean, v.s.rstd, at.load(a.w), at.load(v.scale), at.load(v.shift));
+    if (v.yBF16) at.store(v.yBF16, y);
+    else at.stream(v.y, y);  // past the caches where the host asked (ModulatedNorm::host)
+  }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const float* x = a.x + r * a.n;
-    const std::int64_t m = mapped(a, r);
-    const float *shift = a.shift + m * a.n, *scale = a.scale + m * a.n;
-    const exact::MeanRstd s = modulatedStats(row, x, a.eps, a.centered);
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
-      const auto v = modulatedValue(at.load(x), s.mean, s.rstd, at.load(a.w), at.load(scale), at.load(shift));
-      if (a.yBF16) at.store(a.yBF16 + r * a.n, v);
-      else at.stream(a.y + r * a.n, v);  // past the caches where the host asked (ModulatedNorm::host)
-    });
+    const RowAt v = stats(row, a, r);
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
@@ -189,15 +209,28 @@ struct GatedNormAdd {
     std::int64_t rows, n, mods;
   };
   GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return mapIndex(a.map[r]); }
+  /// Row r: its scale with what its values read and write, then its values a step at a time (as
+  /// ModulatedNorm's).
+  struct RowAt {
+    const std::uint16_t* y;
+    float* x;
+    const float* gate;
+    float scale;
+  };
+  template <class Row>
+  GIZML_HD static RowAt stats(const Row& row, const Args& a, std::int64_t r) {
+    const std::uint16_t* y = a.y + r * a.n;
+    return {y, a.x + r * a.n, a.gate + mapped(a, r) * a.n, exact::rmsScale(row, y, a.eps)};
+  }
+  GIZML_HD static int sumPasses(const Args&) { return 1; }
+  template <class At>
+  GIZML_HD static void values(const At& at, const Args& a, const RowAt& v) {
+    at.store(v.x, gatedAddValue(at.load(v.y), v.scale, at.load(a.w), at.load(v.gate), at.load(v.x)));
+  }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const std::uint16_t* y = a.y + r * a.n;
-    float* x = a.x + r * a.n;
-    const float* gate = a.gate + mapped(a, r) * a.n;
-    const float scale = exact::rmsScale(row, y, a.eps);
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
-      at.store(x, gatedAddValue(at.load(y), scale, at.load(a.w), at.load(gate), at.load(x)));
-    });
+    const RowAt v = stats(row, a, r);
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);

@@ -377,19 +377,16 @@ struct ModulatedInt8RowsHost {
     const exact::MeanRstd st = ahead.r == r ? ahead.st : norms::modulatedStats(row, x, m.eps, m.centered);
     std::uint16_t* y = m.yBF16 ? m.yBF16 + at0 : nullptr;
     // The x after the next, asked for now: the next row's statistics, which run beside this walk,
-    // read theirs at the pace of their chains. Into L1 where it holds 48 KiB or more (a Zen 5's, a
-    // Xeon's): on a Zen 5, 2 threads, ten interleaved rounds, 4.6 - 6.8 ms with prefetcht1 (into
-    // L2, which a Zen 4 or 5 may drop) -> 4.3 - 6.0 with prefetcht0, faster in 9 of the 10. Into L2
-    // on a smaller L1 (a Zen 4's 32 KiB, where the gain of the prefetch was measured): there two
-    // rows ahead (24 KiB) would push out this row's x and its buffers.
+    // read theirs at the pace of their chains. Into L1 where it holds 48 KiB or more (LinePrefetch):
+    // on a Zen 5, 2 threads, ten interleaved rounds, 4.6 - 6.8 ms with prefetcht1 (into L2) ->
+    // 4.3 - 6.0 with prefetcht0, faster in 9 of the 10. Into L2 on a smaller L1 (a Zen 4's 32 KiB,
+    // where the gain of the prefetch was measured): there two rows ahead (24 KiB) would push out
+    // this row's x and its buffers.
     const float* later = r + 2 < a.rows ? x + 2 * m.n : nullptr;
-    static const bool intoL1 = detail::caches().l1 >= (48 << 10);
+    const detail::LinePrefetch prefetch;
     auto group = [&](std::int64_t at, f32x16(&u)[4]) {
       if (later)
-        for (int k = 0; k < 4; ++k) {
-          if (intoL1) __builtin_prefetch(later + at + 16 * k, 0, 3);
-          else __builtin_prefetch(later + at + 16 * k, 0, 2);
-        }
+        for (int k = 0; k < 4; ++k) prefetch(later + at + 16 * k);
       for (int k = 0; k < 4; ++k) {
         const std::int64_t i = at + 16 * k;
         u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
