@@ -536,6 +536,37 @@ TEST(GroupNorm, IntoEqualsGroupNormAndRunsInPlace) {
     }
 }
 
+/// An F32 y past 32 MiB is streamed past the caches (where every channel starts 64-byte aligned).
+/// Every value of a large x equals the same channels taken in four chunks below that size (each its
+/// own groups, w and b): F32 and BF16, with and without SiLU, in place too. Channels of 37 x 901
+/// values (slices and channels end in partial steps; y not streamed) and of 32 x 1040 (streamed).
+TEST(GroupNorm, LargeGroupsEqualGroupsInChunks) {
+  const std::int64_t c = 256, groups = 32;
+  const Tensor w = host(randomFloats(Key{184, 0}, c), {c}), b = host(randomFloats(Key{185, 0}, c), {c});
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{c, 37, 901}, std::vector<std::int64_t>{c, 32, 1040}}) {
+    SCOPED_TRACE(shape[2]);
+    const Tensor x = Tensor::normal(Key{183, 0}, shape);
+    ASSERT_GE(x.bytes(), std::size_t{32} << 20);
+    for (bool act : {false, true}) {
+      SCOPED_TRACE(act ? "SiLU" : "no SiLU");
+      for (DType dtype : {DType::F32, DType::BF16}) {
+        SCOPED_TRACE(dtypeName(dtype));
+        const Tensor all = netops::groupNorm(x, groups, w, b, 1e-5, act, dtype);
+        for (std::int64_t k = 0; k < 4; ++k) {
+          const std::int64_t c0 = k * c / 4, c1 = (k + 1) * c / 4;
+          SCOPED_TRACE(c0);
+          const Tensor part =
+              netops::groupNorm(x.rows(c0, c1), groups / 4, w.rows(c0, c1), b.rows(c0, c1), 1e-5, act, dtype);
+          EXPECT_TRUE(sameBits(part.toFloats(), all.rows(c0, c1).toFloats()));
+        }
+      }
+      Tensor inPlace = x.clone();
+      netops::groupNormInto(inPlace, groups, w, b, 1e-5, act, inPlace);
+      EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::groupNorm(x, groups, w, b, 1e-5, act, DType::F32).toFloats()));
+    }
+  }
+}
+
 TEST(GroupNorm, IntoBadInput) {
   const char* fn = "gizml::netops::groupNormInto";
   Tensor x = host(randomFloats(Key{1, 1}, 24), {4, 6});
