@@ -25,14 +25,14 @@ namespace norms {
 // row's sums (hostRowsBeside) and ask for the lines that the work after the current row reads from
 // memory: for modulatedNorm the next row's x (its sums'), for gatedNormAdd the next row's y (its
 // sums') and this row's x (its values', which run beside the next row's sums). Against each row's
-// sums then its values (hostRows), [8192, 3072], 2 threads, best of 9 in interleaved runs, on a
-// Zen 5: modulatedNorm RMS 4.5 - 5.2 -> 4.1 - 4.2 ms, centered 5.1 - 5.7 -> 3.4 - 3.9 ms,
-// gatedNormAdd 3.9 - 4.6 -> 2.5 - 4.9 ms (faster in 6 of 8); the x86-64-v3 build on the same
-// machine: 4.2 - 4.5 -> 3.5 - 3.7, 4.9 - 5.3 -> 3.5 - 3.6 and 4.7 - 5.0 -> 3.6 - 3.7 ms. Without
-// the prefetches the pipeline was slower than hostRows there (RMS 5.8 - 7.5 ms). In the caches
-// hostRows was as fast or faster (x86-64-v3, 1 thread, 32 rows: RMS 16.8 against 20.0 us; 256 rows
-// on 2 threads: 0.08 - 0.10 against 0.10 - 0.14 ms), so it stays below 32 MiB read: the L3 of one
-// Zen 4 or 5 core complex, the threshold of streamable too. (Not caches().l3: glibc reports the
+// sums then its values (hostRows), [8192, 3072], 2 threads, on a Zen 5, the two in turn in one
+// process, 30 pairs: modulatedNorm RMS faster in 30 of 30 (median 5.13 -> 4.42 ms), centered in 30
+// of 30 (5.51 -> 3.95 ms), gatedNormAdd in 27 of 30 (4.56 -> 4.37 ms); the x86-64-v3 build on the
+// same machine, best of 9 in interleaved runs: 4.2 - 4.5 -> 3.5 - 3.7, 4.9 - 5.3 -> 3.5 - 3.6 and
+// 4.7 - 5.0 -> 3.6 - 3.7 ms. Without the prefetches the pipeline was slower than hostRows there
+// (RMS 5.8 - 7.5 ms). In the caches hostRows was as fast or faster (x86-64-v3, 1 thread, 32 rows:
+// RMS 16.8 against 20.0 us; 256 rows on 2 threads: 0.08 - 0.10 against 0.10 - 0.14 ms), so it
+// stays below 32 MiB read: the L3 of one Zen 4 or 5 core complex, the threshold of streamable too. (Not caches().l3: glibc reports the
 // whole socket's, 384 MiB on that Zen 5, which no core sees all of.)
 namespace {
 bool pastTheCaches(std::int64_t bytes) { return bytes >= (std::int64_t{32} << 20); }
