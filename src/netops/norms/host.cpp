@@ -32,8 +32,9 @@ namespace norms {
 // 4.7 - 5.0 -> 3.6 - 3.7 ms. Without the prefetches the pipeline was slower than hostRows there
 // (RMS 5.8 - 7.5 ms). In the caches hostRows was as fast or faster (x86-64-v3, 1 thread, 32 rows:
 // RMS 16.8 against 20.0 us; 256 rows on 2 threads: 0.08 - 0.10 against 0.10 - 0.14 ms), so it
-// stays below 32 MiB read: the L3 of one Zen 4 or 5 core complex, the threshold of streamable too. (Not caches().l3: glibc reports the
-// whole socket's, 384 MiB on that Zen 5, which no core sees all of.)
+// stays below 32 MiB read: the L3 of one Zen 4 or 5 core complex, the threshold of streamable
+// too. (Not caches().l3: glibc reports the whole socket's, 384 MiB on that Zen 5, which no core
+// sees all of.)
 namespace {
 bool pastTheCaches(std::int64_t bytes) { return bytes >= (std::int64_t{32} << 20); }
 }  // namespace
@@ -120,10 +121,12 @@ void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a, a.y && exact
 // modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
 // [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
 // of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
-// 5.47 -> 5.06). (Running a group's channels inside the next group's slice sums, as modulatedNorm's rows,
-// was slower in the caches, 28 against 19 - 22 us for 64 channels of 1024 on one thread: the
-// SiLU's registers pushed the sums' accumulators to the stack. At full size it gained nothing
-// sure over the streamed stores alone.)
+// 5.47 -> 5.06). Tried and dropped, each slower in such pairs: a group's channels run inside the
+// next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23 of 30
+// without; in the caches 28 against 19 - 22 us for 64 channels of 1024 on one thread: the SiLU's
+// registers pushed the sums' accumulators to the stack), four slices' sums side by side (faster in
+// 10 of 30 only: the sums are not what a group waits for), and asking for the next group's values
+// during a group's channels (slower in 29 of 30).
 void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& channels) {
   const std::int64_t groups = slices.rows / kGroupSlices;
   if (groups < 2 * omp_get_max_threads()) {
