@@ -437,6 +437,28 @@ TEST(PixelNorm, SiluAfterTheNormAndInPlace) {
   }
 }
 
+/// An F32 out past 32 MiB, apart from x, is streamed past the caches; in place it is not. Both,
+/// and each frame taken alone (below 32 MiB), give the same bits, with and without SiLU; 4112
+/// pixels a channel (a multiple of 16: streamable) end each frame in a short run and partial blocks.
+TEST(PixelNorm, StreamedOutEqualsInPlaceAndFramesAlone) {
+  const std::int64_t frames = 6, c = 384, pixels = 4112;
+  const Tensor x = Tensor::normal(Key{132, 0}, {frames, c, pixels});
+  ASSERT_GE(x.bytes(), std::size_t{32} << 20);
+  for (bool act : {false, true}) {
+    SCOPED_TRACE(act ? "SiLU" : "no SiLU");
+    const Tensor out = Tensor::empty(x.shape());
+    netops::pixelNormInto(x, 1e-8, act, out);
+    Tensor same = x.clone();
+    netops::pixelNormInto(same, 1e-8, act, same);
+    EXPECT_TRUE(sameBits(same.toFloats(), out.toFloats())) << "out = x";
+    for (std::int64_t f = 0; f < frames; ++f) {
+      const Tensor alone = Tensor::empty({1, c, pixels});
+      netops::pixelNormInto(x.rows(f, f + 1), 1e-8, act, alone);
+      EXPECT_TRUE(sameBits(alone.toFloats(), out.rows(f, f + 1).toFloats())) << "frame " << f;
+    }
+  }
+}
+
 TEST(PixelNorm, BadInput) {
   const char* fn = "gizml::netops::pixelNormInto";
   Tensor x = host(randomFloats(Key{1, 1}, 24), {2, 3, 4});
