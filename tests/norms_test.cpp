@@ -198,6 +198,28 @@ TEST(ModulatedNorm, PipelinedRowsEqualRowsInChunks) {
   }
 }
 
+/// A BF16 y past 32 MiB is streamed past the caches too (with AVX512_BF16): every row equals the
+/// same rows in four chunks below that size, RMS and centered.
+TEST(ModulatedNorm, StreamedBF16YEqualsRowsInChunks) {
+  const std::int64_t rows = 5504, n = 3072;
+  const Tensor x = Tensor::normal(Key{125, 0}, {rows, n}), w = host(randomFloats(Key{126, 0}, n), {n});
+  const Tensor shift = host(randomFloats(Key{127, 0}, kMods * n), {kMods, n});
+  const Tensor scale = host(randomFloats(Key{128, 0}, kMods * n), {kMods, n});
+  const Tensor map = host(mapOf(Key{129, 0}, rows), {rows});
+  const Tensor all = Tensor::empty({rows, n}, DType::BF16);
+  ASSERT_GE(all.bytes(), std::size_t{32} << 20);
+  for (bool centered : {false, true}) {
+    SCOPED_TRACE(centered);
+    netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, centered, all);
+    for (std::int64_t k = 0; k < 4; ++k) {
+      const std::int64_t r0 = k * rows / 4, r1 = (k + 1) * rows / 4;
+      const Tensor part = Tensor::empty({r1 - r0, n}, DType::BF16);
+      netops::modulatedNormInto(x.rows(r0, r1), w, shift, scale, map.rows(r0, r1), 1e-6, centered, part);
+      EXPECT_TRUE(sameBits(part.toFloats(), all.rows(r0, r1).toFloats())) << "rows from " << r0;
+    }
+  }
+}
+
 TEST(ModulatedNorm, BadInput) {
   const char* fn = "gizml::netops::modulatedNorm";
   const char* into = "gizml::netops::modulatedNormInto";
@@ -437,25 +459,30 @@ TEST(PixelNorm, SiluAfterTheNormAndInPlace) {
   }
 }
 
-/// An F32 out past 32 MiB, apart from x, is streamed past the caches; in place it is not. Both,
-/// and each frame taken alone (below 32 MiB), give the same bits, with and without SiLU; 4112
-/// pixels a channel (a multiple of 16: streamable) end each frame in a short run and partial blocks.
+/// An out past 32 MiB, apart from x, is streamed past the caches (BF16 with AVX512_BF16); in place
+/// it is not. Both, and each frame taken alone (below 32 MiB), give the same bits, F32 and BF16,
+/// with and without SiLU; 4128 pixels a channel (a multiple of 32: streamable) end each
+/// frame in a short run and partial blocks.
 TEST(PixelNorm, StreamedOutEqualsInPlaceAndFramesAlone) {
-  const std::int64_t frames = 6, c = 384, pixels = 4112;
-  const Tensor x = Tensor::normal(Key{132, 0}, {frames, c, pixels});
+  const std::int64_t c = 384, pixels = 4128;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+  SCOPED_TRACE(dtypeName(dtype));
+  const std::int64_t frames = dtype == DType::F32 ? 6 : 12;
+  const Tensor x = Tensor::normal(Key{132, 0}, {frames, c, pixels}).to(dtype);
   ASSERT_GE(x.bytes(), std::size_t{32} << 20);
   for (bool act : {false, true}) {
     SCOPED_TRACE(act ? "SiLU" : "no SiLU");
-    const Tensor out = Tensor::empty(x.shape());
+    const Tensor out = Tensor::empty(x.shape(), dtype);
     netops::pixelNormInto(x, 1e-8, act, out);
     Tensor same = x.clone();
     netops::pixelNormInto(same, 1e-8, act, same);
     EXPECT_TRUE(sameBits(same.toFloats(), out.toFloats())) << "out = x";
     for (std::int64_t f = 0; f < frames; ++f) {
-      const Tensor alone = Tensor::empty({1, c, pixels});
+      const Tensor alone = Tensor::empty({1, c, pixels}, dtype);
       netops::pixelNormInto(x.rows(f, f + 1), 1e-8, act, alone);
       EXPECT_TRUE(sameBits(alone.toFloats(), out.rows(f, f + 1).toFloats())) << "frame " << f;
     }
+  }
   }
 }
 
@@ -586,6 +613,22 @@ TEST(GroupNorm, LargeGroupsEqualGroupsInChunks) {
       netops::groupNormInto(inPlace, groups, w, b, 1e-5, act, inPlace);
       EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::groupNorm(x, groups, w, b, 1e-5, act, DType::F32).toFloats()));
     }
+  }
+}
+
+/// A BF16 y past 32 MiB is streamed past the caches too (with AVX512_BF16): every value equals the
+/// same channels in four chunks below that size, with SiLU.
+TEST(GroupNorm, StreamedBF16EqualsGroupsInChunks) {
+  const std::int64_t c = 512, groups = 32;
+  const Tensor x = Tensor::normal(Key{186, 0}, {c, 32, 1040});
+  const Tensor w = host(randomFloats(Key{187, 0}, c), {c}), b = host(randomFloats(Key{188, 0}, c), {c});
+  const Tensor all = netops::groupNorm(x, groups, w, b, 1e-5, true, DType::BF16);
+  ASSERT_GE(all.bytes(), std::size_t{32} << 20);
+  for (std::int64_t k = 0; k < 4; ++k) {
+    const std::int64_t c0 = k * c / 4, c1 = (k + 1) * c / 4;
+    const Tensor part = netops::groupNorm(x.rows(c0, c1), groups / 4, w.rows(c0, c1), b.rows(c0, c1), 1e-5, true,
+                                          DType::BF16);
+    EXPECT_TRUE(sameBits(part.toFloats(), all.rows(c0, c1).toFloats())) << "channels from " << c0;
   }
 }
 

@@ -124,6 +124,14 @@ struct HostRow : RowSums<HostRow> {
       if (streaming && count == 16) streamStore16(row + i, v);
       else store16(row + i, v, count);
     }
+    /// BF16 lanes past the caches where asked (32 bytes, 32-byte aligned where the row starts on
+    /// 64 bytes); with AVX512_BF16 only, else as store.
+    GIZML_ROW void stream(std::uint16_t* row, F v) const {
+#if defined(__AVX512BF16__)
+      if (streaming && count == 16) return _mm256_stream_si256(reinterpret_cast<__m256i*>(row + i), bf16Bits16(v));
+#endif
+      store(row, v);
+    }
     GIZML_ROW F oneHot(std::int64_t index) const {
       const std::int64_t d = index - i;
       if (d < 0 || d >= count) return F{};
@@ -179,7 +187,8 @@ struct HostRow : RowSums<HostRow> {
       lo.store(row, v.a);
       hi.store(row, v.b);
     }
-    GIZML_ROW void stream(float* row, const f32x16x2& v) const {
+    template <class T>
+    GIZML_ROW void stream(T* row, const f32x16x2& v) const {
       lo.stream(row, v.a);
       hi.stream(row, v.b);
     }
@@ -251,6 +260,10 @@ struct SideRow : RowSums<SideRow<Side>> {
 /// drain the write-combining buffers.)
 inline bool streamable(const float* out, std::int64_t count, std::int64_t rowLength = 16) {
   return count * 4 >= (std::int64_t{32} << 20) && aligned64(out) && rowLength % 16 == 0;
+}
+/// The same for BF16 outputs (rows of whole 64-byte lines: 32 values).
+inline bool streamable(const std::uint16_t* out, std::int64_t count, std::int64_t rowLength = 32) {
+  return count * 2 >= (std::int64_t{32} << 20) && aligned64(out) && rowLength % 32 == 0;
 }
 
 /// The host's loop over rows: OpenMP splits the rows, never a row, so the thread count changes no
@@ -343,6 +356,7 @@ struct WarpRow : RowSums<WarpRow> {
     GIZML_HD float load(const std::uint16_t* row) const { return bf16ToFloat(row[i]); }
     GIZML_HD void store(std::uint16_t* row, float v) const { row[i] = floatToBF16(v); }
     GIZML_HD void stream(float* row, float v) const { row[i] = v; }
+    GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
     GIZML_HD float oneHot(std::int64_t index) const { return i == index ? 1.0f : 0.0f; }
   };
 
@@ -391,6 +405,7 @@ struct WarpRow : RowSums<WarpRow> {
     GIZML_HD void store(float* row, float v) const { hold({row + At::i, v, false}); }
     GIZML_HD void store(std::uint16_t* row, float v) const { hold({row + At::i, v, true}); }
     GIZML_HD void stream(float* row, float v) const { store(row, v); }
+    GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
     GIZML_HD void hold(const Slot& s) const {
 #if defined(__CUDA_ARCH__)
       if (held == 2) __trap();  // a body with more stores than forEachWide holds

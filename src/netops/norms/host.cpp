@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "core/caches.hpp"
@@ -41,8 +40,11 @@ bool pastTheCaches(std::int64_t bytes) { return bytes >= (std::int64_t{32} << 20
 }  // namespace
 
 void ModulatedNorm::host(const Args& a) {
-  // An F32 y as large as a video model's activations is written past the caches (as layerNorm's).
-  const bool stream = a.y && exact::streamable(a.y, a.rows * a.n, a.n);
+  // A y as large as a video model's activations is written past the caches (as layerNorm's). A
+  // BF16 y too (with AVX512_BF16; HostRow::At::stream): on a Zen 5, [8192, 3072], 2 threads,
+  // streamed or not in turn in one process, 30 pairs: faster in 29 of 30 for RMS (median 3.02 ->
+  // 2.77 ms) and 24 of 30 centered (3.64 -> 3.32).
+  const bool stream = a.y ? exact::streamable(a.y, a.rows * a.n, a.n) : exact::streamable(a.yBF16, a.rows * a.n, a.n);
   if (!pastTheCaches(a.rows * a.n * 4)) return exact::hostRows<ModulatedNorm>(a, stream);
   const detail::LinePrefetch prefetch;
   exact::hostRowsBeside<ModulatedNorm>(a, stream, [&](std::int64_t r, std::int64_t i) __attribute__((always_inline)) {
@@ -116,10 +118,18 @@ void RowNormRope::host(const Args& a) {
 
 void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
 
-void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a, a.y && exact::streamable(a.y, a.rows * a.n, a.n)); }
+namespace {
+/// Whether groupNorm's y (F32 or BF16) is written past the caches.
+bool groupNormStreams(const GroupNorm::Args& a) {
+  return a.y ? exact::streamable(a.y, a.rows * a.n, a.n) : exact::streamable(a.yBF16, a.rows * a.n, a.n);
+}
+}  // namespace
 
-// An F32 y as large as a video model's activations is written past the caches (streamable), as
-// modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
+void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a, groupNormStreams(a)); }
+
+// A y as large as a video model's activations is written past the caches (streamable), as
+// modulatedNorm's: its lines are then never read from memory before they are written (a BF16 y
+// too, with AVX512_BF16, by the same rule: no difference measured there, 3.5 - 3.8 ms either way). On a Zen 5,
 // [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
 // of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
 // 5.47 -> 5.06). Tried and dropped, each slower in such pairs: a group's channels run inside the
@@ -139,7 +149,7 @@ void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& c
   // A thread takes a whole group: its slices' sums, then its channels while the group's values are
   // still in the caches (a group of a video model's [512, 48 x 1024] is 3 MB), so that x is read
   // from memory once, not once a pass. The rows are the two passes' own, so the bits are.
-  const bool stream = channels.y && exact::streamable(channels.y, channels.rows * channels.n, channels.n);
+  const bool stream = groupNormStreams(channels);
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
@@ -228,8 +238,7 @@ void pixelNormBlock(const PixelNorm::Args& a, const T* x, T* out, const T* next,
     for (int b = 0; b < kPixelBlockSteps; b += 2) {
       const exact::HostRow::TwinAt two{Step{16 * b, 16, stream}, Step{16 * b + 16, 16, stream}};
       const exact::f32x16x2 v = pixelValue(two.load(in), exact::f32x16x2{r[b], r[b + 1]}, a.act);
-      if constexpr (std::is_same_v<T, float>) two.stream(o, v);  // a plain store unless `stream`
-      else two.store(o, v);
+      two.stream(o, v);  // a plain store unless `stream`
     }
   }
 }
@@ -278,13 +287,16 @@ void PixelNorm::host(const Args& a) {
   // Run t: pixels [firstPixel(t), + pixelsOf(t)) of frame t / runs (a frame's last run may be shorter).
   const auto firstPixel = [&](std::int64_t t) { return (t % runs) * run; };
   const auto pixelsOf = [&](std::int64_t t) { return std::min(run, a.pixels - firstPixel(t)); };
-  // An F32 out as large as a video model's activations, apart from x, is written past the caches
-  // (as groupNorm's y). On a Zen 5, [8, 384, 8192], 2 threads, streamed or not in turn in one
+  // An out as large as a video model's activations, apart from x, is written past the caches (as
+  // groupNorm's y). On a Zen 5, [8, 384, 8192] F32, 2 threads, streamed or not in turn in one
   // process, 30 pairs: faster in 29 of 30 with SiLU (median 5.89 -> 4.67 ms) and in 30 of 30
   // without (4.24 -> 3.19). In place the line was just read into the caches, and streaming it was
-  // slower (faster in 5 and 6 of 30): those stores stay as they were.
-  const bool stream = !a.bf16 && a.out != a.x &&
-                      exact::streamable(static_cast<float*>(a.out), a.frames * a.c * a.pixels, a.pixels);
+  // slower (faster in 5 and 6 of 30): those stores stay as they were. BF16 [16, 384, 8192] out of
+  // place, best of 9 in interleaved runs: 6.0 - 6.2 -> 4.6 - 4.8 ms, with SiLU 7.7 - 8.4 -> 7.0 -
+  // 7.3 ms.
+  const std::int64_t values = a.frames * a.c * a.pixels;
+  const bool stream = a.out != a.x && (a.bf16 ? exact::streamable(static_cast<std::uint16_t*>(a.out), values, a.pixels)
+                                              : exact::streamable(static_cast<float*>(a.out), values, a.pixels));
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
@@ -296,7 +308,7 @@ void PixelNorm::host(const Args& a) {
       const std::int64_t nextAt = (u / runs) * a.c * a.pixels + firstPixel(u), nextCount = u == t ? 0 : pixelsOf(u);
       if (a.bf16) {
         const auto* x = static_cast<const std::uint16_t*>(a.x);
-        pixelNormRun(a, x + base, static_cast<std::uint16_t*>(a.out) + base, p0, count, x + nextAt, nextCount, false);
+        pixelNormRun(a, x + base, static_cast<std::uint16_t*>(a.out) + base, p0, count, x + nextAt, nextCount, stream);
       } else {
         const auto* x = static_cast<const float*>(a.x);
         pixelNormRun(a, x + base, static_cast<float*>(a.out) + base, p0, count, x + nextAt, nextCount, stream);

@@ -181,8 +181,8 @@ struct ModulatedNorm {
   template <class At>
   GIZML_HD static void values(const At& at, const Args& a, const RowAt& v) {
     const auto y = modulatedValue(at.load(v.x), v.s.mean, v.s.rstd, at.load(a.w), at.load(v.scale), at.load(v.shift));
-    if (v.yBF16) at.store(v.yBF16, y);
-    else at.stream(v.y, y);  // past the caches where the host asked (ModulatedNorm::host)
+    if (v.yBF16) at.stream(v.yBF16, y);  // past the caches where the host asked (ModulatedNorm::host)
+    else at.stream(v.y, y);
   }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
@@ -369,8 +369,8 @@ struct GroupNorm {
     const std::int64_t at0 = ch * a.n + start;
     row.forEachWide([&](const auto& at) {
       const auto y = groupNormValue(at.load(a.x + at0), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
-      if (a.yBF16) at.store(a.yBF16 + at0, y);
-      else at.stream(a.y + at0, y);  // past the caches where the host asked (groupNormHost)
+      if (a.yBF16) at.stream(a.yBF16 + at0, y);  // past the caches where the host asked (groupNormHost)
+      else at.stream(a.y + at0, y);
     });
   }
   static void host(const Args& a);
