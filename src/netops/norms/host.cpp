@@ -44,7 +44,8 @@ void ModulatedNorm::host(const Args& a) {
   // BF16 y too (with AVX512_BF16; HostRow::At::stream): on a Zen 5, [8192, 3072], 2 threads,
   // streamed or not in turn in one process, 30 pairs: faster in 29 of 30 for RMS (median 3.02 ->
   // 2.77 ms) and 24 of 30 centered (3.64 -> 3.32).
-  const bool stream = a.y ? exact::streamable(a.y, a.rows * a.n, a.n) : exact::streamable(a.yBF16, a.rows * a.n, a.n);
+  const bool stream = a.y ? exact::streamable(a.y, a.rows * a.n, a.n)
+                          : a.yBF16 && exact::streamable(a.yBF16, a.rows * a.n, a.n);
   if (!pastTheCaches(a.rows * a.n * 4)) return exact::hostRows<ModulatedNorm>(a, stream);
   const detail::LinePrefetch prefetch;
   exact::hostRowsBeside<ModulatedNorm>(a, stream, [&](std::int64_t r, std::int64_t i) __attribute__((always_inline)) {
@@ -121,18 +122,18 @@ void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a);
 namespace {
 /// Whether groupNorm's y (F32 or BF16) is written past the caches.
 bool groupNormStreams(const GroupNorm::Args& a) {
-  return a.y ? exact::streamable(a.y, a.rows * a.n, a.n) : exact::streamable(a.yBF16, a.rows * a.n, a.n);
+  return a.y ? exact::streamable(a.y, a.rows * a.n, a.n) : a.yBF16 && exact::streamable(a.yBF16, a.rows * a.n, a.n);
 }
 }  // namespace
 
 void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a, groupNormStreams(a)); }
 
 // A y as large as a video model's activations is written past the caches (streamable), as
-// modulatedNorm's: its lines are then never read from memory before they are written (a BF16 y
-// too, with AVX512_BF16, by the same rule: no difference measured there, 3.5 - 3.8 ms either way). On a Zen 5,
+// modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
 // [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
 // of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
-// 5.47 -> 5.06). Tried and dropped, each slower in such pairs: a group's channels run inside the
+// 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX512_BF16): no difference measured
+// there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels run inside the
 // next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23 of 30
 // without; in the caches 28 against 19 - 22 us for 64 channels of 1024 on one thread: the SiLU's
 // registers pushed the sums' accumulators to the stack), four slices' sums side by side (faster in
