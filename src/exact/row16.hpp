@@ -254,16 +254,24 @@ struct SideRow : RowSums<SideRow<Side>> {
   }
 };
 
+/// The size from which the host takes data as past its caches: the L3 of one Zen 4 or 5 core
+/// complex. Outputs this large are streamed (streamable), and some ops change their loop there.
+constexpr std::int64_t kPastTheCaches = std::int64_t{32} << 20;  // bytes
+
 /// Outputs this large (past any cache) are written with streaming stores (hostRows' streamStores,
 /// at.stream) when every row starts on a 64-byte boundary. (The streaming stores are ordered
 /// before other threads read the output by OpenMP's closing barrier, whose locked instructions
 /// drain the write-combining buffers.)
 inline bool streamable(const float* out, std::int64_t count, std::int64_t rowLength = 16) {
-  return count * 4 >= (std::int64_t{32} << 20) && aligned64(out) && rowLength % 16 == 0;
+  return count * 4 >= kPastTheCaches && aligned64(out) && rowLength % 16 == 0;
 }
 /// The same for BF16 outputs (rows of whole 64-byte lines: 32 values).
 inline bool streamable(const std::uint16_t* out, std::int64_t count, std::int64_t rowLength = 32) {
-  return count * 2 >= (std::int64_t{32} << 20) && aligned64(out) && rowLength % 32 == 0;
+  return count * 2 >= kPastTheCaches && aligned64(out) && rowLength % 32 == 0;
+}
+/// The same for an op's one output, F32 y or BF16 yBF16 (the other null).
+inline bool streamable(const float* y, const std::uint16_t* yBF16, std::int64_t count, std::int64_t rowLength) {
+  return y ? streamable(y, count, rowLength) : yBF16 && streamable(yBF16, count, rowLength);
 }
 
 /// The host's loop over rows: OpenMP splits the rows, never a row, so the thread count changes no

@@ -32,11 +32,11 @@ namespace norms {
 // 4.7 - 5.0 -> 3.6 - 3.7 ms. Without the prefetches the pipeline was slower than hostRows there
 // (RMS 5.8 - 7.5 ms). In the caches hostRows was as fast or faster (x86-64-v3, 1 thread, 32 rows:
 // RMS 16.8 against 20.0 us; 256 rows on 2 threads: 0.08 - 0.10 against 0.10 - 0.14 ms), so it
-// stays below 32 MiB read: the L3 of one Zen 4 or 5 core complex, the threshold of streamable
-// too. (Not caches().l3: glibc reports the whole socket's, 384 MiB on that Zen 5, which no core
-// sees all of.)
+// stays below exact::kPastTheCaches read (32 MiB: the L3 of one Zen 4 or 5 core complex), as
+// streamable does. (Not caches().l3: glibc reports the whole socket's, 384 MiB on that Zen 5,
+// which no core sees all of.)
 namespace {
-bool pastTheCaches(std::int64_t bytes) { return bytes >= (std::int64_t{32} << 20); }
+bool pastTheCaches(std::int64_t bytes) { return bytes >= exact::kPastTheCaches; }
 }  // namespace
 
 void ModulatedNorm::host(const Args& a) {
@@ -44,8 +44,7 @@ void ModulatedNorm::host(const Args& a) {
   // BF16 y too (with AVX512_BF16; HostRow::At::stream): on a Zen 5, [8192, 3072], 2 threads,
   // streamed or not in turn in one process, 30 pairs: faster in 29 of 30 for RMS (median 3.02 ->
   // 2.77 ms) and 24 of 30 centered (3.64 -> 3.32).
-  const bool stream = a.y ? exact::streamable(a.y, a.rows * a.n, a.n)
-                          : a.yBF16 && exact::streamable(a.yBF16, a.rows * a.n, a.n);
+  const bool stream = exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n);
   if (!pastTheCaches(a.rows * a.n * 4)) return exact::hostRows<ModulatedNorm>(a, stream);
   const detail::LinePrefetch prefetch;
   exact::hostRowsBeside<ModulatedNorm>(a, stream, [&](std::int64_t r, std::int64_t i) __attribute__((always_inline)) {
@@ -119,14 +118,9 @@ void RowNormRope::host(const Args& a) {
 
 void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
 
-namespace {
-/// Whether groupNorm's y (F32 or BF16) is written past the caches.
-bool groupNormStreams(const GroupNorm::Args& a) {
-  return a.y ? exact::streamable(a.y, a.rows * a.n, a.n) : a.yBF16 && exact::streamable(a.yBF16, a.rows * a.n, a.n);
+void GroupNorm::host(const Args& a) {
+  exact::hostRows<GroupNorm>(a, exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n));
 }
-}  // namespace
-
-void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a, groupNormStreams(a)); }
 
 // A y as large as a video model's activations is written past the caches (streamable), as
 // modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
@@ -150,7 +144,7 @@ void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& c
   // A thread takes a whole group: its slices' sums, then its channels while the group's values are
   // still in the caches (a group of a video model's [512, 48 x 1024] is 3 MB), so that x is read
   // from memory once, not once a pass. The rows are the two passes' own, so the bits are.
-  const bool stream = groupNormStreams(channels);
+  const bool stream = exact::streamable(channels.y, channels.yBF16, channels.rows * channels.n, channels.n);
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
