@@ -367,7 +367,7 @@ struct GroupNorm {
     const std::int64_t g = ch / a.perGroup;
     const exact::MeanRstd s = groupStats(a.partial + 2 * kGroupSlices * g, a.perGroup * a.n, a.eps);
     const std::int64_t at0 = ch * a.n + start;
-    row.forEachWide([&](const auto& at) {
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
       const auto y = groupNormValue(at.load(a.x + at0), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
       if (a.yBF16) at.stream(a.yBF16 + at0, y);  // past the caches where the host asked (groupNormHost)
       else at.stream(a.y + at0, y);
