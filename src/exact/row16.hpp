@@ -145,6 +145,44 @@ struct HostRow : RowSums<HostRow> {
   /// The step whose lanes start at element i (a multiple of 16): what forEach hands its body there.
   GIZML_ROW At stepAt(std::int64_t i) const { return At{i, n - i < 16 ? n - i : 16, streamStores}; }
 
+  /// reduce's N sums over a row of n values taken a step at a time, for a loop that drives them
+  /// between its own work: next() while wholeStepsLeft(), then finish(out). reduce is this loop
+  /// run alone, so a row's sums are the same whoever drives them.
+  template <int N, class Step>
+  struct Sums {
+    std::int64_t n;
+    Step step;
+    std::int64_t i = 0;
+    F acc[N] = {};
+    GIZML_ROW bool wholeStepsLeft() const { return i + 16 <= n; }
+    /// The whole step at element i.
+    GIZML_ROW void next() {
+      step(At{i, 16, false}, acc);
+      i += 16;
+    }
+    /// The next `count` whole steps (as many as are left), their accumulators in locals: a loop
+    /// that keeps a Sums across its own work would otherwise carry them through memory each step.
+    GIZML_ROW void next(std::int64_t count) {
+      F local[N];
+      for (int k = 0; k < N; ++k) local[k] = acc[k];
+      for (; count > 0 && i + 16 <= n; --count, i += 16) step(At{i, 16, false}, local);
+      for (int k = 0; k < N; ++k) acc[k] = local[k];
+    }
+    /// The partial last step, if any, then each sum's tree.
+    GIZML_ROW void finish(float (&out)[N]) {
+      if (i < n) {
+        // Lanes past the row keep their accumulators as they are, like the SPEC's lanes that have
+        // no element there (an fma of +0 would turn a -0 lane into +0).
+        F next[N];
+        for (int k = 0; k < N; ++k) next[k] = acc[k];
+        step(At{i, n - i, false}, next);
+        const auto inRow = laneIndex() < static_cast<std::int32_t>(n - i);
+        for (int k = 0; k < N; ++k) acc[k] = select(inRow, next[k], acc[k]);
+      }
+      for (int k = 0; k < N; ++k) out[k] = treeSum16(acc[k]);
+    }
+  };
+
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
     reduceWith(out, step, [](std::int64_t) {});
@@ -153,22 +191,12 @@ struct HostRow : RowSums<HostRow> {
   /// the gaps of the sums' latency-bound chains. It changes nothing in the sums.
   template <int N, class Step, class Side>
   GIZML_ROW void reduceWith(float (&out)[N], Step step, Side&& side) const {
-    F acc[N] = {};
-    std::int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      step(At{i, 16, false}, acc);
-      side(i);
+    Sums<N, Step&> sums{n, step};
+    while (sums.wholeStepsLeft()) {
+      sums.next();
+      side(sums.i - 16);
     }
-    if (i < n) {
-      // The partial last step: lanes past the row keep their accumulators as they are, like the
-      // SPEC's lanes that have no element there (an fma of +0 would turn a -0 lane into +0).
-      F next[N];
-      for (int k = 0; k < N; ++k) next[k] = acc[k];
-      step(At{i, n - i, false}, next);
-      const auto inRow = laneIndex() < static_cast<std::int32_t>(n - i);
-      for (int k = 0; k < N; ++k) acc[k] = select(inRow, next[k], acc[k]);
-    }
-    for (int k = 0; k < N; ++k) out[k] = treeSum16(acc[k]);
+    sums.finish(out);
   }
 
   template <class Body>

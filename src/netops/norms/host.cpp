@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -122,17 +123,75 @@ void GroupNorm::host(const Args& a) {
   exact::hostRows<GroupNorm>(a, exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n));
 }
 
+namespace {
+
+/// The sums of one group's slices (GroupNormSlices::row's, the same bits) a few steps at a time:
+/// each slice's exact::HostRow::Sums in turn, its two sums stored as it ends.
+class GroupSliceSums {
+ public:
+  /// Group g's slices; none for g < 0 (finished at once).
+  GroupSliceSums(const GroupNormSlices::Args& a, std::int64_t g)
+      : a_(a), s_(g < 0 ? 0 : g * kGroupSlices), end_(g < 0 ? 0 : (g + 1) * kGroupSlices), sums_(open(s_)) {}
+  bool finished() const { return s_ >= end_; }
+  /// The next `count` steps of 16 values, or fewer where the group ends; each slice's sums are
+  /// stored as it ends.
+  __attribute__((always_inline)) void steps(std::int64_t count) {
+    while (count > 0 && !finished()) {
+      if (sums_.wholeStepsLeft()) {
+        const std::int64_t left = (sums_.n - sums_.i) / 16, taken = count < left ? count : left;
+        sums_.next(taken);
+        count -= taken;
+      } else {
+        float sums[2];
+        sums_.finish(sums);
+        GroupNormSlices::store(a_, s_, sums);
+        if (++s_ < end_) sums_ = open(s_);
+      }
+    }
+  }
+  /// All the steps left.
+  void finish() { steps(std::numeric_limits<std::int64_t>::max()); }
+
+ private:
+  using Sums = exact::HostRow::Sums<2, GroupNormSlices::SliceStep>;
+  Sums open(std::int64_t s) const {
+    if (s >= end_) return Sums{0, {nullptr}};
+    std::int64_t length;
+    const float* x = GroupNormSlices::slice(a_, s, length);
+    return Sums{length, {x}};
+  }
+  const GroupNormSlices::Args& a_;
+  std::int64_t s_, end_;
+  Sums sums_;
+};
+
+}  // namespace
+
+// A thread takes whole groups, in order: a group's values while its x is still in the caches (a
+// group of a video model's [512, 48 x 1024] is 3 MB), so that x is read from memory once, not once
+// a pass, and inside them the sums of its next group (GroupSliceSums): 8 of their steps (128
+// values, read from memory) after each 128 of this group's values (from the caches, SiLU's
+// arithmetic), so that the reads run beside the arithmetic; a thread's first group's sums run
+// alone. On a Zen 5, [512, 48 x 1024] / 32, 2 threads, against each group's sums then its values,
+// the two in turn in one process, 30 pairs a run: with SiLU faster in 12, 17, 18 and 24 of 30 (a tie
+// at some hours), with SiLU and a BF16 y in 28 of 30 (median 5.09 -> 3.85 ms), in place in 29 of 30
+// (4.81 -> 3.92), without SiLU in 24 of 30; 1 thread 7.63 -> 6.34 ms; without SiLU and a BF16 y
+// slower (3.66 -> 3.95 ms, 29 of 30). Pieces of 64, 256 and 512 values lost to 128 (24, 29 and 30
+// of 30), and single steps (32 values: the sums' registers pushed SiLU's constants out of theirs)
+// were slower than none. In the caches about even (1 thread, [64, 4096] / 8 with SiLU: 14.7 cycles
+// a 16 values against 14.4; 2 threads, 8 MB: faster in 25 - 28 of 30).
+//
 // A y as large as a video model's activations is written past the caches (streamable), as
 // modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
 // [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
 // of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
 // 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX512_BF16): no difference measured
-// there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels run inside the
-// next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23 of 30
-// without; in the caches 28 against 19 - 22 us for 64 channels of 1024 on one thread: the SiLU's
-// registers pushed the sums' accumulators to the stack), four slices' sums side by side (faster in
-// 10 of 30 only: the sums are not what a group waits for), and asking for the next group's values
-// during a group's channels (slower in 29 of 30).
+// there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels
+// run inside the next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23
+// of 30 without: the SiLU's registers pushed the sums' accumulators to the stack), four slices'
+// sums side by side (faster in 10 of 30 only), asking for the next group's values during a group's
+// channels (slower in 29 of 30), and each channel followed by the next group's slices that it had
+// asked for into L2 (slower in 19 - 20 of 20 with SiLU).
 void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& channels) {
   const std::int64_t groups = slices.rows / kGroupSlices;
   if (groups < 2 * omp_get_max_threads()) {
@@ -141,18 +200,24 @@ void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& c
     GroupNorm::host(channels);
     return;
   }
-  // A thread takes a whole group: its slices' sums, then its channels while the group's values are
-  // still in the caches (a group of a video model's [512, 48 x 1024] is 3 MB), so that x is read
-  // from memory once, not once a pass. The rows are the two passes' own, so the bits are.
+  constexpr std::int64_t kPiece = 128;  // values of a group between 8 steps of the next group's sums
   const bool stream = exact::streamable(channels.y, channels.yBF16, channels.rows * channels.n, channels.n);
+  const std::int64_t n = channels.n;
 #pragma omp parallel
   {
-#pragma omp for schedule(static) nowait
-    for (std::int64_t g = 0; g < groups; ++g) {
-      for (std::int64_t s = g * kGroupSlices; s < (g + 1) * kGroupSlices; ++s)
-        GroupNormSlices::row(exact::HostRow{slices.n}, slices, s);
+    // This thread's groups [first, last): OpenMP's static split, made here to know the next one.
+    const std::int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+    const std::int64_t first = groups * t / threads, last = groups * (t + 1) / threads;
+    GroupSliceSums(slices, first < last ? first : -1).finish();
+    for (std::int64_t g = first; g < last; ++g) {
+      GroupSliceSums next(slices, g + 1 < last ? g + 1 : -1);
+      const exact::MeanRstd st = GroupNorm::stats(channels, g * channels.perGroup);
       for (std::int64_t ch = g * channels.perGroup; ch < (g + 1) * channels.perGroup; ++ch)
-        GroupNorm::row(exact::HostRow{channels.n, stream}, channels, ch);
+        for (std::int64_t start = 0; start < n; start += kPiece) {
+          GroupNorm::values(exact::HostRow{std::min(kPiece, n - start), stream}, channels, ch, start, st);
+          next.steps(kPiece / 16);
+        }
+      next.finish();
     }
     if (stream) exact::streamFence();  // this thread's streaming stores, visible before the join
   }

@@ -314,16 +314,27 @@ struct GroupNormSlices {
     length = rest < 0 ? 0 : rest < a.n ? rest : a.n;
     return a.x + (s / kGroupSlices) * a.groupLength + start;
   }
+  /// The sums' step over a slice's values at x, for its row's reduce (the host may also take a
+  /// slice's sums a step at a time: exact::HostRow::Sums, groupNormHost).
+  struct SliceStep {
+    const float* x;
+    template <class At, class F>
+    GIZML_HD void operator()(const At& at, F (&acc)[2]) const {
+      step(at.load(x), acc[0], acc[1]);
+    }
+  };
+  /// Slice s's two sums (sum16(x), dot16(x, x)) into partial.
+  GIZML_HD static void store(const Args& a, std::int64_t s, const float (&sums)[2]) {
+    a.partial[2 * s] = sums[0];
+    a.partial[2 * s + 1] = sums[1];
+  }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t s) {
     std::int64_t length;
     const float* x = slice(a, s, length);
     float sums[2];  // an empty slice gives +0, +0
-    row.ofLength(length).reduce(sums, [&](const auto& at, auto& acc) { step(at.load(x), acc[0], acc[1]); });
-    if (row.leader()) {
-      a.partial[2 * s] = sums[0];
-      a.partial[2 * s + 1] = sums[1];
-    }
+    row.ofLength(length).reduce(sums, SliceStep{x});
+    if (row.leader()) store(a, s, sums);
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
@@ -364,8 +375,16 @@ struct GroupNorm {
   /// Values [start, start + row.n) of channel ch.
   template <class Row>
   GIZML_HD static void chunk(const Row& row, const Args& a, std::int64_t ch, std::int64_t start) {
-    const std::int64_t g = ch / a.perGroup;
-    const exact::MeanRstd s = groupStats(a.partial + 2 * kGroupSlices * g, a.perGroup * a.n, a.eps);
+    values(row, a, ch, start, stats(a, ch));
+  }
+  /// Channel ch's group's statistics.
+  GIZML_HD static exact::MeanRstd stats(const Args& a, std::int64_t ch) {
+    return groupStats(a.partial + 2 * kGroupSlices * (ch / a.perGroup), a.perGroup * a.n, a.eps);
+  }
+  /// chunk with its group's statistics s given (the host computes them once a group).
+  template <class Row>
+  GIZML_HD static void values(const Row& row, const Args& a, std::int64_t ch, std::int64_t start,
+                              const exact::MeanRstd& s) {
     const std::int64_t at0 = ch * a.n + start;
     row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
       const auto y = groupNormValue(at.load(a.x + at0), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
