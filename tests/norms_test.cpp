@@ -5,6 +5,7 @@
 // a GPU.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <tuple>
 #include <utility>
 
@@ -629,6 +630,75 @@ TEST(GroupNorm, StreamedBF16EqualsGroupsInChunks) {
     const Tensor part = netops::groupNorm(x.rows(c0, c1), groups / 4, w.rows(c0, c1), b.rows(c0, c1), 1e-5, true,
                                           DType::BF16);
     EXPECT_TRUE(sameBits(part.toFloats(), all.rows(c0, c1).toFloats())) << "channels from " << c0;
+  }
+}
+
+/// The host's pipelines (a thread runs its next group's sums inside a group's values, its next
+/// block's first pass inside a block's second, its next row's prefetch inside a row's sums) depend
+/// on how the threads split the work: 1, 2, 3 and 5 threads give the same bits. groupNorm with
+/// groups of partial steps, empty slices and more groups than a thread takes; pixelNorm with SiLU
+/// over runs of whole blocks and short rests (128-pixel blocks), F32 and BF16, in place and not;
+/// rowNormRope on rows of several heads.
+TEST(DiffusionNorms, ThreadCountsChangeNoBit) {
+  struct Threads {
+    int before = gizml::threads();
+    ~Threads() { gizml::setThreads(before); }
+  } restore;
+  struct Run {
+    std::string name;
+    std::function<std::vector<float>()> values;
+  };
+  std::vector<Run> runs;
+  for (const auto& [c, spatial, groups] :
+       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{64, 81, 32}, {32, 561, 8}, {64, 3, 16}, {128, 1024, 32}})
+    for (bool act : {false, true}) {
+      const Tensor x = host(randomFloats(Key{190, static_cast<std::uint32_t>(c * spatial)}, c * spatial, 2.0f), {c, spatial});
+      const Tensor w = host(randomFloats(Key{191, 0}, c), {c}), b = host(randomFloats(Key{192, 0}, c), {c});
+      for (DType dtype : {DType::F32, DType::BF16})
+        runs.push_back({"groupNorm [" + std::to_string(c) + ", " + std::to_string(spatial) + "] / " +
+                            std::to_string(groups) + (act ? " SiLU " : " ") + dtypeName(dtype),
+                        [=] { return netops::groupNorm(x, groups, w, b, 1e-5, act, dtype).toFloats(); }});
+    }
+  for (const auto& [frames, c, pixels] :
+       {std::tuple<std::int64_t, std::int64_t, std::int64_t>{3, 7, 1100}, {2, 1000, 300}, {5, 16, 384}, {3, 3, 2100}})
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const Tensor x = host(randomFloats(Key{193, static_cast<std::uint32_t>(pixels)}, frames * c * pixels, 2.0f),
+                            {frames, c, pixels})
+                           .to(dtype);
+      const std::string name = "pixelNorm SiLU [" + std::to_string(frames) + ", " + std::to_string(c) + ", " +
+                               std::to_string(pixels) + "] " + dtypeName(dtype);
+      runs.push_back({name, [=] {
+                        const Tensor out = Tensor::empty(x.shape(), dtype);
+                        netops::pixelNormInto(x, 1e-8, true, out);
+                        return out.toFloats();
+                      }});
+      runs.push_back({name + " in place", [=] {
+                        Tensor same = x.clone();
+                        netops::pixelNormInto(same, 1e-8, true, same);
+                        return same.toFloats();
+                      }});
+    }
+  const std::int64_t rows = 37, width = 512, head = 128;
+  std::vector<std::uint16_t> v;
+  for (float f : randomFloats(Key{194, 0}, rows * width, 2.0f)) v.push_back(gizml::floatToBF16(f));
+  const std::vector<float> w = randomFloats(Key{195, 0}, width), cos = randomFloats(Key{196, 0}, rows * width / 2),
+                           sin = randomFloats(Key{197, 0}, rows * width / 2);
+  runs.push_back({"rowNormRope", [=] {
+                    std::vector<std::uint16_t> bits = v;
+                    netops::rowNormRopeInto(gizml::Gpu::host(), bits.data(), width, rows, width, head, w.data(), 1e-6,
+                                            cos.data(), sin.data());
+                    std::vector<float> out;
+                    for (std::uint16_t u : bits) out.push_back(gizml::bf16ToFloat(u));
+                    return out;
+                  }});
+  for (const Run& run : runs) {
+    SCOPED_TRACE(run.name);
+    gizml::setThreads(1);
+    const std::vector<float> one = run.values();
+    for (int n : {2, 3, 5}) {
+      gizml::setThreads(n);
+      EXPECT_TRUE(sameBits(run.values(), one)) << n << " threads";
+    }
   }
 }
 
