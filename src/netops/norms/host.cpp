@@ -106,8 +106,9 @@ struct RopeWalker {
 // function's. On a Zen 4, 1 thread, 32 rows of 3072 in the caches: 17.7-18.3 -> 13.0-13.3 cycles a
 // 16 values; 2 threads, [8192, 3072]: 6.5-6.9 -> 4.8-5.1 ms (with the cos / sin prefetches). On a
 // Zen 5, [8192, 3072] BF16, with and without the next row's v asked for, in turn in one process, 30
-// pairs: faster in 29 and 30 of 30 (median 3.44 -> 1.85 ms; 1 thread 7.03 -> 4.03 ms): the sums'
-// chain had waited on each line of v from memory. (cos and sin into L1 instead: no change.)
+// pairs: faster in 29 and 30 of 30 (median 3.44 -> 1.85 ms; 1 thread 7.03 -> 4.03 ms; the
+// x86-64-v3 build 4.15 -> 3.00 ms): the sums' chain had waited on each line of v from memory. (cos
+// and sin into L1 instead: no change.)
 void RowNormRope::host(const Args& a) {
   const std::int64_t half = a.head / 2, pairs = a.n / 2;
   if (half % 16 != 0) return exact::hostRows<RowNormRope>(a);
