@@ -290,19 +290,23 @@ void prefetchElements(const T* row, std::int64_t count) {
   __builtin_prefetch(p + bytes - 1, 0, 2);
 }
 
+/// One channel's step of a whole block's first pass: the block's values of that channel at `in`
+/// into its pixels' sums ss.
+template <class T>
+inline __attribute__((always_inline)) void pixelBlockSumsStep(const T* in, exact::f32x16 (&ss)[kPixelBlockSteps]) {
+  using Step = exact::HostRow::At;
+#pragma GCC unroll 8
+  for (int b = 0; b < kPixelBlockSteps; ++b) ss[b] = pixelSquareStep(Step{16 * b, 16, false}.load(in), ss[b]);
+}
+
 /// A whole block's first pass: the sums of its pixels [0, 16 kPixelBlockSteps) of x (channel 0's
 /// first pixel of the block; channel ch at + ch * pixels) over the c channels, into ss.
 template <class T>
 inline __attribute__((always_inline)) void pixelBlockSums(const PixelNorm::Args& a, const T* x,
                                                           exact::f32x16 (&ss)[kPixelBlockSteps]) {
-  using Step = exact::HostRow::At;
 #pragma GCC unroll 8
   for (int b = 0; b < kPixelBlockSteps; ++b) ss[b] = exact::f32x16{};
-  for (std::int64_t ch = 0; ch < a.c; ++ch) {
-    const T* in = x + ch * a.pixels;
-#pragma GCC unroll 8
-    for (int b = 0; b < kPixelBlockSteps; ++b) ss[b] = pixelSquareStep(Step{16 * b, 16, false}.load(in), ss[b]);
-  }
+  for (std::int64_t ch = 0; ch < a.c; ++ch) pixelBlockSumsStep(x + ch * a.pixels, ss);
 }
 
 /// A whole block's second pass, from its sums ss: each channel's values into out, then beside(ch),
@@ -367,6 +371,20 @@ void pixelNormSteps(const PixelNorm::Args& a, const T* x, T* out, std::int64_t c
   }
 }
 
+/// How pixelNorm's host paths cut the frames into runs of pixels (pixelRun's): run t is pixels
+/// [firstPixel(t), + pixelsOf(t)) of frame t / runs (a frame's last run may be shorter), its first
+/// value at element at(t) of x.
+struct PixelRuns {
+  const PixelNorm::Args& a;
+  std::int64_t run, runs;
+  PixelRuns(const PixelNorm::Args& args, std::int64_t run_)
+      : a(args), run(run_), runs((args.pixels + run_ - 1) / run_) {}
+  std::int64_t count() const { return a.frames * runs; }
+  std::int64_t firstPixel(std::int64_t t) const { return (t % runs) * run; }
+  std::int64_t pixelsOf(std::int64_t t) const { return std::min(run, a.pixels - firstPixel(t)); }
+  std::int64_t at(std::int64_t t) const { return (t / runs) * a.c * a.pixels + firstPixel(t); }
+};
+
 /// pixelNorm of pixels [p0, p0 + count) of one frame (x, out: the frame's first value), count <=
 /// kMaxPixelRun; `next` is the next run's first pixel, `nextCount` its pixels (0: none).
 template <class T>
@@ -386,39 +404,32 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
 /// The rest of a run past its whole blocks is pixelNormSteps'. Each pixel's chain is its own, so
 /// which block runs beside which changes no bit.
 template <class T>
-void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, std::int64_t run, std::int64_t runs,
-                              std::int64_t first, std::int64_t last, bool stream) {
+void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, const PixelRuns& runs, std::int64_t first,
+                              std::int64_t last, bool stream) {
   constexpr std::int64_t block = 16 * kPixelBlockSteps;
-  const auto firstPixel = [&](std::int64_t t) { return (t % runs) * run; };
-  const auto pixelsOf = [&](std::int64_t t) { return std::min(run, a.pixels - firstPixel(t)); };
-  const auto runAt = [&](std::int64_t t) { return (t / runs) * a.c * a.pixels + firstPixel(t); };  // its first value
   using exact::f32x16;
   f32x16 ss[kPixelBlockSteps];  // the sums of the block under way
   bool summed = false;          // whether the previous block ran them
   for (std::int64_t t = first; t < last; ++t) {
-    const std::int64_t blocks = pixelsOf(t) / block;
+    const std::int64_t blocks = runs.pixelsOf(t) / block;
     for (std::int64_t k = 0; k < blocks; ++k) {
-      const std::int64_t at = runAt(t) + k * block;
+      const std::int64_t at = runs.at(t) + k * block;
       if (!summed) pixelBlockSums(a, x + at, ss);
       const T* next = nullptr;  // the thread's next whole block
       if (k + 1 < blocks) next = x + at + block;
-      else if (t + 1 < last && pixelsOf(t + 1) >= block) next = x + runAt(t + 1);
+      else if (t + 1 < last && runs.pixelsOf(t + 1) >= block) next = x + runs.at(t + 1);
       f32x16 nextSs[kPixelBlockSteps];
 #pragma GCC unroll 8
       for (int b = 0; b < kPixelBlockSteps; ++b) nextSs[b] = f32x16{};
       pixelBlockValues(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
-        if (!next) return;
-        const T* in = next + ch * a.pixels;
-#pragma GCC unroll 8
-        for (int b = 0; b < kPixelBlockSteps; ++b)
-          nextSs[b] = pixelSquareStep(exact::HostRow::At{16 * b, 16, false}.load(in), nextSs[b]);
+        if (next) pixelBlockSumsStep(next + ch * a.pixels, nextSs);
       });
 #pragma GCC unroll 8
       for (int b = 0; b < kPixelBlockSteps; ++b) ss[b] = nextSs[b];
       summed = next != nullptr;
     }
-    const std::int64_t done = blocks * block, rest = pixelsOf(t) - done;
-    if (rest > 0) pixelNormSteps(a, x + runAt(t) + done, out + runAt(t) + done, rest, x, 0);
+    const std::int64_t done = blocks * block, rest = runs.pixelsOf(t) - done;
+    if (rest > 0) pixelNormSteps(a, x + runs.at(t) + done, out + runs.at(t) + done, rest, x, 0);
   }
 }
 
@@ -426,10 +437,7 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, std:
 
 void PixelNorm::host(const Args& a) {
   // OpenMP splits the (frame, run of pixels) pairs; a pixel's chain never leaves its lane.
-  const std::int64_t run = pixelRun(a.c, a.bf16 ? 2 : 4), runs = (a.pixels + run - 1) / run;
-  // Run t: pixels [firstPixel(t), + pixelsOf(t)) of frame t / runs (a frame's last run may be shorter).
-  const auto firstPixel = [&](std::int64_t t) { return (t % runs) * run; };
-  const auto pixelsOf = [&](std::int64_t t) { return std::min(run, a.pixels - firstPixel(t)); };
+  const PixelRuns runs(a, pixelRun(a.c, a.bf16 ? 2 : 4));
   // An out as large as a video model's activations, apart from x, is written past the caches (as
   // groupNorm's y). On a Zen 5, [8, 384, 8192] F32, 2 threads, streamed or not in turn in one
   // process, 30 pairs: faster in 29 of 30 with SiLU (median 5.89 -> 4.67 ms) and in 30 of 30
@@ -450,13 +458,13 @@ void PixelNorm::host(const Args& a) {
   if (a.act) {
 #pragma omp parallel
     {
-      const auto [first, last] = threadShare(a.frames * runs);  // this thread's runs
+      const auto [first, last] = threadShare(runs.count());  // this thread's runs
       if (a.bf16)
-        pixelNormThreadPipelined(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out), run,
-                                 runs, first, last, stream);
+        pixelNormThreadPipelined(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out), runs,
+                                 first, last, stream);
       else
-        pixelNormThreadPipelined(a, static_cast<const float*>(a.x), static_cast<float*>(a.out), run, runs, first,
-                                 last, stream);
+        pixelNormThreadPipelined(a, static_cast<const float*>(a.x), static_cast<float*>(a.out), runs, first, last,
+                                 stream);
       if (stream) exact::streamFence();  // this thread's streaming stores, visible before the join
     }
     return;
@@ -464,12 +472,12 @@ void PixelNorm::host(const Args& a) {
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
-    for (std::int64_t t = 0; t < a.frames * runs; ++t) {
-      const std::int64_t p0 = firstPixel(t), count = pixelsOf(t), base = (t / runs) * a.c * a.pixels;
+    for (std::int64_t t = 0; t < runs.count(); ++t) {
+      const std::int64_t p0 = runs.firstPixel(t), count = runs.pixelsOf(t), base = runs.at(t) - p0;
       // The run after this one (the thread's next with a static schedule, but at its end), whose
       // values pass 2 prefetches; none after the last.
-      const std::int64_t u = t + 1 < a.frames * runs ? t + 1 : t;
-      const std::int64_t nextAt = (u / runs) * a.c * a.pixels + firstPixel(u), nextCount = u == t ? 0 : pixelsOf(u);
+      const std::int64_t u = t + 1 < runs.count() ? t + 1 : t;
+      const std::int64_t nextAt = runs.at(u), nextCount = u == t ? 0 : runs.pixelsOf(u);
       if (a.bf16) {
         const auto* x = static_cast<const std::uint16_t*>(a.x);
         pixelNormRun(a, x + base, static_cast<std::uint16_t*>(a.out) + base, p0, count, x + nextAt, nextCount, stream);
