@@ -12,6 +12,9 @@
 #                that program, not the step); a missing GPU fails (GIZML_REQUIRE_GPU=1). A program
 #                that timed out or crashed names the test it was running. registry_test first (every
 #                op, GPU = host), exact_math_cuda_test last (5 x 2^32 values, computed on the host too).
+#   CUDA tests, a block a row
+#                registry_test's cases of the ops that can take a block a row, and the CUDA tests of
+#                norms_test and quant_test, with GIZML_CUDA_ROW_BLOCKS=1 (core/cuda_row_blocks.cuh)
 #   CUDA rerun   only if some tests failed (not timed out): those tests alone (20 a program), again, with
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to name the failing launch
 #   gizml-check  every op on the host and the GPU, bits compared
@@ -57,6 +60,10 @@ tests=("$BUILD"/tests/*_test)
 # sweep over all floats (ExactMathCuda) stays in.
 CUDA_TESTS='*Cuda*.*:*.Cuda*:*.GpuEqualsHost/*'
 NOT_CUDA_NOR_SWEEPS="-$CUDA_TESTS:*OverAllFloats*"
+# The registry's cases of the ops that can take a block a row (as tests/CMakeLists.txt's
+# GIZML_ROW_BLOCK_OPS).
+ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows*:*GpuEqualsHost/modulatedInt8Rows*'
+
 mkdir -p "$LOGDIR"
 
 summary=()
@@ -223,6 +230,21 @@ gtest_unfinished() {
     [ "$step_result" = passed ] || step_result="$step_result ($n_failed failed, $n_timed_out timed out of ${#cuda_programs[@]})"
   fi
   step_end
+
+  # The same comparisons for the ops that can take a block a row (GIZML_CUDA_ROW_BLOCKS=1, not yet
+  # their default: core/cuda_row_blocks.cuh), whose kernels the step above did not run.
+  registry="$BUILD/tests/registry_test"
+  if [ -x "$registry" ]; then
+    if step_begin "CUDA tests, a block a row" "$PROGRAM_LIMIT"; then
+      step_run --to "$LOGDIR/registry_test.row_blocks.txt" env GIZML_CUDA_ROW_BLOCKS=1 "$registry" \
+        --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no
+      for t in "$BUILD/tests/norms_test" "$BUILD/tests/quant_test"; do
+        [ -x "$t" ] && step_run --to "$LOGDIR/$(basename "$t").row_blocks.txt" env GIZML_CUDA_ROW_BLOCKS=1 "$t" \
+          --gtest_filter='*Cuda*.*' --gtest_color=no
+      done
+    fi
+    step_end
+  fi
 
   # Only failures that were not timeouts, only the tests that failed: a check after every launch names
   # the launch that failed.

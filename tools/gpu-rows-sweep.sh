@@ -3,10 +3,15 @@
 # how many rows run at once (GIZML_CUDA_ROWS_PER_SM, src/core/cuda_rows.cuh). The question it
 # answers: on an H200 all 8192 rows of a [8192, 3072] F32 tensor run at once, and modulatedNorm
 # read 201 MB for its 100 MB x (a row's second read missed L2); fewer rows at once keep the row in
-# L2 or L1 but leave fewer reads in flight. For each value (ROWS_SWEEP, default "0 8 16 24 32 64";
-# 0: all rows at once, the default), gizml_bench's row benchmarks on GPU 0 and their shares of the
-# copy in the same run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the share lines
-# also on stdout. Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
+# L2 or L1 but leave fewer reads in flight. And a second answer to the same question: a block a
+# row (GIZML_CUDA_ROW_BLOCKS=1, core/cuda_row_blocks.cuh: modulatedNorm, gatedNormAdd, int8Rows and
+# modulatedInt8Rows), which stages a row in shared memory or keeps its blocks in registers, so that
+# nothing is read twice. For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a
+# row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
+# most N of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and
+# their shares of the copy in the same run. Output: $OUT/rows-sweep.log (or
+# <build>/rows-sweep.log), the share lines also on stdout. Plain bash, as gpu-check.sh;
+# ROWS_SWEEP_LIMIT (60 s) caps each run.
 #   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,14 +25,18 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-for n in ${ROWS_SWEEP:-0 8 16 24 32 64}; do
-  echo "== GIZML_CUDA_ROWS_PER_SM=$n" | tee -a "$LOG"
-  if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROWS_PER_SM="$n" timeout "${ROWS_SWEEP_LIMIT:-60}" "$BENCH" \
+for run in ${ROWS_SWEEP:-0 b0 8 16 32 64}; do
+  n="${run#b}" blocks=0
+  [ "$n" != "$run" ] && blocks=1
+  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n"
+  echo "$head" | tee -a "$LOG"
+  if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
+    timeout "${ROWS_SWEEP_LIMIT:-60}" "$BENCH" \
     --benchmark_filter="$FILTER" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
-    echo "gpu-rows-sweep: the run with $n failed or timed out (see $LOG)" | tee -a "$LOG"
+    echo "gpu-rows-sweep: the run $run failed or timed out (see $LOG)" | tee -a "$LOG"
     status=1
   fi
   # The shares: the lines after the bench's "as a share of the copy" heading, in this run's part.
-  awk -v n="== GIZML_CUDA_ROWS_PER_SM=$n" '$0 == n {on = 1; next} /^== / {on = 0} on && /share of the copy/ {s = 1} on && s && /%/' "$LOG"
+  awk -v n="$head" '$0 == n {on = 1; next} /^== / {on = 0} on && /share of the copy/ {s = 1} on && s && /%/' "$LOG"
 done
 exit $status

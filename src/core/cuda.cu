@@ -10,6 +10,7 @@
 
 #include "core/backend.hpp"
 #include "core/cuda_launch.cuh"
+#include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
 #include "exact/math.hpp"
 #include "exact/philox.hpp"
@@ -93,7 +94,7 @@ void cudaRelease(int device, void* p) noexcept {
 
 // ---- the row launches' grid ------------------------------------------------------------------
 
-unsigned rowBlocksCap(int device) {
+unsigned rowBlocksCap(int device, int rowsPerBlock) {
   static const long rowsPerSm = [] {
     const char* v = std::getenv("GIZML_CUDA_ROWS_PER_SM");
     if (!v || !*v) return 0L;
@@ -112,9 +113,19 @@ unsigned rowBlocksCap(int device) {
     sms[device] = count > 0 ? static_cast<unsigned>(count) : 0;
   });
   if (sms[device] == 0) return kMostBlocks;
-  const unsigned perSm = rowsPerSm / kRowsPerBlock > 0 ? static_cast<unsigned>(rowsPerSm / kRowsPerBlock) : 1;
+  const unsigned perSm = rowsPerSm / rowsPerBlock > 0 ? static_cast<unsigned>(rowsPerSm / rowsPerBlock) : 1;
   const std::uint64_t blocks = static_cast<std::uint64_t>(sms[device]) * perSm;
   return stridingBlocks(static_cast<std::int64_t>(blocks));
+}
+
+bool rowBlocksWanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("GIZML_CUDA_ROW_BLOCKS");
+    if (!v || !*v || std::string(v) == "0") return false;
+    if (std::string(v) == "1") return true;
+    throw Error(std::string("gizml: GIZML_CUDA_ROW_BLOCKS: expected 0 or 1, got '") + v + "'");
+  }();
+  return wanted;
 }
 
 // ---- the device error flag ----------------------------------------------------------------------------

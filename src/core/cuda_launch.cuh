@@ -69,13 +69,14 @@ void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid,
 }
 
 /// Launches kernel(args, flag), a kernel that checks the indices it reads with flag.inRange(i, ...),
-/// where i is the position in `checked` of the argument that holds them (named in the error).
+/// where i is the position in `checked` of the argument that holds them (named in the error);
+/// `sharedBytes` of dynamic shared memory a block (at most 48 KiB).
 template <class Args>
 void launchChecked(const Gpu& g, const char* function, std::initializer_list<const char*> checked,
-                   void (*kernel)(Args, ErrorFlag), Grid grid, const Args& args) {
+                   void (*kernel)(Args, ErrorFlag), Grid grid, const Args& args, std::size_t sharedBytes = 0) {
   useDevice(g.device.index, function);
   const ErrorFlag flag = errorFlag(g.device.index, registerLaunch(function, checked));
-  GIZML_LAUNCH(grid.blocks, grid.threads, 0, streamOf(g), kernel)(args, flag);
+  GIZML_LAUNCH(grid.blocks, grid.threads, sharedBytes, streamOf(g), kernel)(args, flag);
   afterLaunch(g, function);
 }
 

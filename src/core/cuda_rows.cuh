@@ -11,12 +11,12 @@ constexpr int kRowsPerBlock = 8;
 
 /// The most blocks a row launch on `device` starts, the rest of its rows taken by striding:
 /// kMostBlocks, or fewer where the environment asks. GIZML_CUDA_ROWS_PER_SM=N (N > 0) holds at most N
-/// rows a multiprocessor at once (N / kRowsPerBlock blocks of each, at least one; unset or 0: no
+/// rows a multiprocessor at once (N / rowsPerBlock blocks of each, at least one; unset or 0: no
 /// such limit). It is there to measure one question on a GPU: all of a large tensor's rows at once
 /// read 2x their bytes from memory (an H200, modulatedNorm on [8192, 3072] F32: 201 MB for 100 MB),
 /// as a row's second read finds it gone from L2; fewer rows at once would keep it there, but
 /// leave fewer reads in flight. Read once a process (cuda.cu).
-unsigned rowBlocksCap(int device);
+unsigned rowBlocksCap(int device, int rowsPerBlock = kRowsPerBlock);
 
 /// A half-warp a row, kRowsPerBlock rows a block, at most rowBlocksCap blocks (the kernels stride).
 inline Grid rowsGrid(const Gpu& g, std::int64_t rows) {

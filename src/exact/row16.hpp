@@ -463,9 +463,16 @@ struct WarpRow : RowSums<WarpRow> {
   /// H200: more registers, fewer rows resident.)
   template <class Body>
   GIZML_HD void forEachWide(Body body) const {
-    std::int64_t i = lane;
-    for (; i + 48 < n; i += 64) {
-      const HeldAt s0{{i}}, s1{{i + 16}}, s2{{i + 32}}, s3{{i + 48}};
+    forEachWideFrom(lane, 16, body);
+  }
+  /// forEachWide's loop over elements first, first + stride, ... (< n): also a whole block's
+  /// (core/cuda_row_blocks.cuh, thread t of T taking t, t + T, ...), for a body whose values are
+  /// its element's alone.
+  template <class Body>
+  GIZML_HD void forEachWideFrom(std::int64_t first, std::int64_t stride, Body body) const {
+    std::int64_t i = first;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+      const HeldAt s0{{i}}, s1{{i + stride}}, s2{{i + 2 * stride}}, s3{{i + 3 * stride}};
       body(s0);
       body(s1);
       body(s2);
@@ -475,7 +482,7 @@ struct WarpRow : RowSums<WarpRow> {
       s2.flush();
       s3.flush();
     }
-    for (; i < n; i += 16) body(At{i});
+    for (; i < n; i += stride) body(At{i});
   }
 
   /// Each lane keeps its best (value, index), then the half-warp combines them; argmaxBetter is

@@ -21,6 +21,9 @@ struct QuantShape {
   std::string name() const { return dims({rows, n}); }
 };
 const QuantShape kShapes[] = {{1, 256}, {2, 512}, {3, 768}, {6, 256}, {9, 512}, {17, 1024}, {64, 3072, true}};
+/// Rows of 33 blocks: a GPU's block a row (GIZML_CUDA_ROW_BLOCKS=1, quant/cuda.cu) gives each of its
+/// 17 half-warps two blocks (the last one one).
+const QuantShape kLongRows{3, 33 * 256};
 
 /// withSpecials' values, and in rows 1 .. 4 (where there are): a NaN in block 0, +inf, zeros with
 /// a -0, values around 1e-39 (subnormals).
@@ -149,6 +152,9 @@ std::vector<Case> quantCases() {
       for (const QuantShape& s : {kShapes[0], kShapes[2], kShapes[5]})
         cases.push_back(modulatedInt8RowsCase(s, bits, centered, s.rows > 2));
   cases.push_back(modulatedInt8RowsCase(kShapes[6], 8, false, true));
+  cases.push_back(int8RowsCase(kLongRows, 8, false));
+  cases.push_back(int8RowsCase(kLongRows, 4, false, DType::BF16));
+  cases.push_back(modulatedInt8RowsCase(kLongRows, 8, true, true));
   return cases;
 }
 

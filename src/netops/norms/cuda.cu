@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_launch.cuh"
+#include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
 #include "exact/mma_ptx.cuh"
 #include "netops/norms/norms.hpp"
@@ -89,9 +90,11 @@ __global__ void pixelNormKernel(const PixelNorm::Args a) {
 
 }  // namespace
 
-void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<ModulatedNorm>(g, a, "map"); }
+// A half-warp a row, or with GIZML_CUDA_ROW_BLOCKS=1 a block a row, its x (y) staged in shared
+// memory (core/cuda_row_blocks.cuh).
+void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<ModulatedNorm>(g, a, "map"); }
 
-void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<GatedNormAdd>(g, a, "map"); }
+void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<GatedNormAdd>(g, a, "map"); }
 
 void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRows<RowNormRope>(g, a); }
 

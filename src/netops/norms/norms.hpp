@@ -168,8 +168,16 @@ struct ModulatedNorm {
   };
   template <class Row>
   GIZML_HD static RowAt stats(const Row& row, const Args& a, std::int64_t r) {
+    return statsOf(row, a, r, stagedRow(a, r));
+  }
+  /// The input that a row reads twice (its statistics, then its values): x's row r. A GPU's block
+  /// a row (core/cuda_row_blocks.cuh) copies it to shared memory and hands the copy to statsOf.
+  using Staged = float;
+  GIZML_HD static const float* stagedRow(const Args& a, std::int64_t r) { return a.x + r * a.n; }
+  /// stats with row r's x read from `x` (stagedRow's values, wherever they are).
+  template <class Row>
+  GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const float* x) {
     const std::int64_t m = mapped(a, r);
-    const float* x = a.x + r * a.n;
     return {x,
             a.scale + m * a.n,
             a.shift + m * a.n,
@@ -219,7 +227,13 @@ struct GatedNormAdd {
   };
   template <class Row>
   GIZML_HD static RowAt stats(const Row& row, const Args& a, std::int64_t r) {
-    const std::uint16_t* y = a.y + r * a.n;
+    return statsOf(row, a, r, stagedRow(a, r));
+  }
+  /// The input that a row reads twice: y's row r (as ModulatedNorm's).
+  using Staged = std::uint16_t;
+  GIZML_HD static const std::uint16_t* stagedRow(const Args& a, std::int64_t r) { return a.y + r * a.n; }
+  template <class Row>
+  GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const std::uint16_t* y) {
     return {y, a.x + r * a.n, a.gate + mapped(a, r) * a.n, exact::rmsScale(row, y, a.eps)};
   }
   GIZML_HD static int sumPasses(const Args&) { return 1; }

@@ -1,14 +1,126 @@
 // The 8-bit rows on a CUDA GPU: each row a half-warp running the row function of quant.hpp (the
-// same source as the host's, so the same stages, the same order and the same bits).
+// same source as the host's, so the same stages, the same order and the same bits), or, with
+// GIZML_CUDA_ROW_BLOCKS=1, a block a row (below).
+#include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
 #include "netops/quant/quant.hpp"
 
 namespace gizml::netops::quant {
 
+namespace {
+
+// ---- a block a row ----------------------------------------------------------------------------------
+// A half-warp a row transforms each 256-block twice (once for the row's maximum, once for its
+// codes) and reads x twice, modulatedInt8Rows three times (its statistics first). With a block a
+// row, half-warp h of H transforms the row's blocks h, h + H, ... (at most K of them) once and
+// keeps them in its registers (16 values a lane a block, the layout of exact/hadamard.hpp); the
+// row's max |y| is the largest of the half-warps' maxima (a maximum is order-free: the same s);
+// then each half-warp codes its own blocks. modulatedInt8Rows first copies the row's x to shared
+// memory (core/cuda_row_blocks.cuh) and one half-warp finds its statistics there. Each block's
+// values are the row function's (ModulatedInt8Rows::block, BlockRows::transformed): the same
+// bits. Not measured on a GPU yet (cuda_row_blocks.cuh).
+
+constexpr int kMostHalves = 32;  // 512 threads
+
+/// The K whose blocks of threads cover n / 256 blocks (at most kMostHalves half-warps of K each),
+/// or 0 where none does.
+int blocksPerHalf(std::int64_t n) {
+  const std::int64_t blocks = n / exact::kHadamardBlock;
+  return blocks <= kMostHalves ? 1 : blocks <= 2 * kMostHalves ? 2 : 0;
+}
+
+/// A block of threads for n / 256 blocks at K a half-warp: whole warps.
+unsigned threadsFor(std::int64_t n, int k) {
+  const std::int64_t halves = (n / exact::kHadamardBlock + k - 1) / k;
+  return static_cast<unsigned>(32 * ((halves + 1) / 2));
+}
+
+/// Row r's codes and scale from this half-warp's blocks, block(b, v) putting the transform of the
+/// row's 256-block at element b in v; every thread of the block calls it. Ends with a
+/// __syncthreads, after which `halfMax` is free again.
+template <int K, class Block>
+__device__ void codeRowBlocks(const exact::WarpRow& row, const Int8Rows::Args& c, std::int64_t r, float* halfMax,
+                              Block block) {
+  const int half = static_cast<int>(threadIdx.x / 16), halves = static_cast<int>(blockDim.x / 16);
+  float v[K][16];
+  float best = 0.0f;  // +0, as the row function's
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const std::int64_t b = exact::kHadamardBlock * (half + k * halves);
+    if (b < c.n) {
+      block(b, v[k]);
+      for (int j = 0; j < 16; ++j) best = exact::maxIgnoringNaN(exact::absLane(v[k][j]), best);
+    }
+  }
+  best = exact::laneMax(row, best);
+  if (row.leader()) halfMax[half] = best;
+  __syncthreads();
+  float m = 0.0f;
+  for (int h = 0; h < halves; ++h) m = exact::maxIgnoringNaN(halfMax[h], m);
+  const float s = int8Scale(m, c.maxCode);
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const std::int64_t b = exact::kHadamardBlock * (half + k * halves);
+    if (b < c.n)
+      for (int j = 0; j < 16; ++j)
+        Int8Rows::storeCodes(row, c, r * c.n + b + 16 * j, int8Code(v[k][j], s, c.lo, c.hi));
+  }
+  if (threadIdx.x == 0) c.s[r] = s;
+  __syncthreads();
+}
+
+template <int K>
+__global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
+  __shared__ float halfMax[kMostHalves];
+  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
+    codeRowBlocks<K>(row, a, r, halfMax, [&](std::int64_t b, float(&v)[16]) { a.transformed(row, r * a.n + b, v); });
+}
+
+/// Dynamic shared memory: the row's x (n floats).
+template <int K>
+__global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
+  GIZML_DYNAMIC_SHARED(float, x);
+  __shared__ float halfMax[kMostHalves];
+  __shared__ exact::MeanRstd stats;
+  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  const Int8Rows::Args codes = ModulatedInt8Rows::codeArgs(a);
+  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) continue;  // the whole block skips
+    detail::stageRow(x, a.norm.x + r * a.n, a.n);
+    if (threadIdx.x < 16) {
+      const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
+      if (threadIdx.x == 0) stats = st;
+    }
+    __syncthreads();
+    const exact::MeanRstd st = stats;  // read by every thread before codeRowBlocks' first __syncthreads
+    const bool storeY = a.norm.yBF16 != nullptr;
+    codeRowBlocks<K>(row, codes, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
+      ModulatedInt8Rows::block(row, a, r, st, b, storeY, v, x);
+    });
+  }
+}
+
+}  // namespace
+
 void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<HadamardRows>(g, a); }
 
-void Int8Rows::cuda(const Gpu& g, const Args& a) { detail::launchRows<Int8Rows>(g, a); }
+void Int8Rows::cuda(const Gpu& g, const Args& a) {
+  const int k = blocksPerHalf(a.n);
+  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0) return detail::launchRows<Int8Rows>(g, a);
+  const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
+  if (k == 1) detail::launch(g, kName, int8RowBlocksKernel<1>, grid, a);
+  else detail::launch(g, kName, int8RowBlocksKernel<2>, grid, a);
+}
 
-void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map"); }
+void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
+  const int k = blocksPerHalf(a.n);
+  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n))
+    return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
+  const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
+  const std::size_t shared = static_cast<std::size_t>(a.n) * sizeof(float);
+  if (k == 1) detail::launchChecked(g, kName, {"map"}, modulatedInt8RowBlocksKernel<1>, grid, a, shared);
+  else detail::launchChecked(g, kName, {"map"}, modulatedInt8RowBlocksKernel<2>, grid, a, shared);
+}
 
 }  // namespace gizml::netops::quant

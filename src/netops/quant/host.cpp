@@ -365,9 +365,7 @@ struct ModulatedInt8RowsHost {
     std::int64_t r = -1;
     exact::MeanRstd st{};
   };
-  static Int8Rows::Args codes(const Args& a) {
-    return {{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
-  }
+  static Int8Rows::Args codes(const Args& a) { return ModulatedInt8Rows::codeArgs(a); }
   static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
                     Ahead& ahead) {
     const norms::ModulatedNorm::Args& m = a.norm;

@@ -147,18 +147,23 @@ struct ModulatedInt8Rows {
     std::int64_t rows, n, mods;  // the norm's, where the row loops and the map check look for them
   };
   GIZML_HD static long long mapped(const Args& a, std::int64_t r) { return norms::ModulatedNorm::mapped(a.norm, r); }
-  /// The 256-block at element b of row r: modulatedNorm's values rounded to BF16 (stored to y on
-  /// the first pass when asked), then the Hadamard transform.
+  /// What the codes are written with: Int8Rows' arguments for the same rows.
+  GIZML_HD static Int8Rows::Args codeArgs(const Args& a) {
+    return {{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
+  }
+  /// The 256-block at element b of row r, whose x is read from `x` (x's row r, or a copy of it):
+  /// modulatedNorm's values rounded to BF16 (stored to y on the first pass when asked), then the
+  /// Hadamard transform.
   template <class Row, class F>
   GIZML_HD static void block(const Row& row, const Args& a, std::int64_t r, const exact::MeanRstd& st, std::int64_t b,
-                             bool storeY, F (&v)[16]) {
+                             bool storeY, F (&v)[16], const float* x) {
     const norms::ModulatedNorm::Args& m = a.norm;
     const std::int64_t at0 = r * m.n;
     const float *shift = m.shift + mapped(a, r) * m.n, *scale = m.scale + mapped(a, r) * m.n;
     for (int k = 0; k < 16; ++k) {
       const auto at = row.stepAt(b + 16 * k);
-      v[k] = exact::roundToBF16Lanes(norms::modulatedValue(at.load(m.x + at0), st.mean, st.rstd, at.load(m.w),
-                                                           at.load(scale), at.load(shift)));
+      v[k] = exact::roundToBF16Lanes(
+          norms::modulatedValue(at.load(x), st.mean, st.rstd, at.load(m.w), at.load(scale), at.load(shift)));
     }
     // y after all 16 steps' loads (a store between them would keep a GPU from issuing the loads
     // together); exact: v is a BF16 value already.
@@ -169,18 +174,19 @@ struct ModulatedInt8Rows {
   /// The row's two walks, as Int8Rows::row (the host: host.cpp's ModulatedInt8RowsHost).
   template <class Row, class F = typename Row::F>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const exact::MeanRstd st = norms::modulatedStats(row, a.norm.x + r * a.norm.n, a.norm.eps, a.norm.centered);
+    const float* x = a.norm.x + r * a.norm.n;
+    const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
     F best = F{};
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
-      block(row, a, r, st, b, a.norm.yBF16 != nullptr, v);
+      block(row, a, r, st, b, a.norm.yBF16 != nullptr, v, x);
       for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
-    const Int8Rows::Args codes{{nullptr, false, a.rows, a.n}, a.maxCode, a.lo, a.hi, a.codes, a.q, a.s};
+    const Int8Rows::Args codes = codeArgs(a);
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
-      block(row, a, r, st, b, false, v);
+      block(row, a, r, st, b, false, v, x);
       for (int k = 0; k < 16; ++k) Int8Rows::storeCodes(row, codes, r * a.n + b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
     }
     if (row.leader()) a.s[r] = s;
