@@ -60,11 +60,13 @@ void afterLaunch(const Gpu& g, const char* function);
 /// The device's error record for a kernel of launch `launch` (allocated on first use). (cuda.cu)
 ErrorFlag errorFlag(int device, unsigned launch);
 
-/// Launches kernel(args) on g's device and stream.
+/// Launches kernel(args) on g's device and stream, with `sharedBytes` of dynamic shared memory a
+/// block (at most 48 KiB).
 template <class Args>
-void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid, const Args& args) {
+void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid, const Args& args,
+            std::size_t sharedBytes = 0) {
   useDevice(g.device.index, function);
-  GIZML_LAUNCH(grid.blocks, grid.threads, 0, streamOf(g), kernel)(args);
+  GIZML_LAUNCH(grid.blocks, grid.threads, sharedBytes, streamOf(g), kernel)(args);
   afterLaunch(g, function);
 }
 

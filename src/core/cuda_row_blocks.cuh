@@ -30,13 +30,13 @@ bool rowBlocksWanted();
 /// A staged row's most bytes: the 48 KiB a block may have without asking for more.
 constexpr std::int64_t kMostStagedBytes = 48 * 1024;
 
-/// Whether rows of n values of T, row r at first + r n, can be staged by 16-byte copies: the first
-/// row on 16 bytes, every row whole chunks, at most kMostStagedBytes.
+/// Whether rows of n values of T, row r at first + r stride, can be staged by 16-byte copies:
+/// every row starting on 16 bytes and whole chunks, at most kMostStagedBytes.
 template <class T>
-bool stageable(const T* first, std::int64_t n) {
+bool stageable(const T* first, std::int64_t n, std::int64_t stride) {
   const std::int64_t bytes = n * static_cast<std::int64_t>(sizeof(T));
-  return first != nullptr && reinterpret_cast<std::uintptr_t>(first) % 16 == 0 && bytes % 16 == 0 && bytes > 0 &&
-         bytes <= kMostStagedBytes;
+  return first != nullptr && reinterpret_cast<std::uintptr_t>(first) % 16 == 0 && bytes % 16 == 0 &&
+         (stride * static_cast<std::int64_t>(sizeof(T))) % 16 == 0 && bytes > 0 && bytes <= kMostStagedBytes;
 }
 
 /// The grid of a launch of a block a row: a block for each row, at most rowBlocksCap's.
@@ -59,34 +59,50 @@ __device__ void stageRow(T* to, const T* from, std::int64_t n) {
   __syncthreads();
 }
 
-/// Kernel's rows with a block a row (rows r = blockIdx.x, + gridDim.x, ...). Kernel gives
-///   Staged, stagedRow(a, r)         the input the row reads twice (F32 or BF16)
-///   statsOf(row, a, r, staged)      stats with that input read from `staged`: a RowAt
-///   values(at, a, RowAt)            an element's values
-///   mapped(a, r), a.mods            the row's map entry, checked (a row out of range is skipped
-///                                   by the whole block and recorded in the device error flag)
-/// Dynamic shared memory: the staged row (n values of Staged).
-template <class Kernel>
-__global__ void stagedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
-  using Staged = typename Kernel::Staged;
-  using RowAt = decltype(Kernel::statsOf(std::declval<const exact::WarpRow&>(), a, 0, std::declval<const Staged*>()));
-  GIZML_DYNAMIC_SHARED(float, staging);  // one name and type for every instantiation (16-byte aligned)
-  __shared__ RowAt shared;
-  Staged* const staged = reinterpret_cast<Staged*>(staging);
-  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
-  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    // Every thread reads the same entry: the block skips a bad row together.
-    if (!flag.inRange(0, Kernel::mapped(a, r), a.mods)) continue;
-    stageRow(staged, Kernel::stagedRow(a, r), a.n);
-    if (threadIdx.x < 16) {
-      const RowAt v = Kernel::statsOf(row, a, r, staged);
-      if (threadIdx.x == 0) shared = v;
-    }
-    __syncthreads();
-    const RowAt v = shared;
-    row.forEachWideFrom(threadIdx.x, blockDim.x, [&](const auto& at) GIZML_HD_LAMBDA { Kernel::values(at, a, v); });
-    __syncthreads();  // the row's copy and `shared` are free again
+/// Row r of Kernel with the whole block (every thread calls it). Kernel gives
+///   Staged, stagedRow(a, r)         the input the row reads twice (F32 or BF16, a.n values)
+///   statsOf(row, a, r, staged)      its statistics, that input read from `staged`: a RowAt
+///   valueSteps(a), values(at, a, v) its values, one step at a time (a WarpRow step: one element
+///                                   or pair), each step's alone
+/// Dynamic shared memory: the staged row. Ends with a __syncthreads (the copy and `shared` free).
+template <class Kernel, class RowAt>
+__device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, typename Kernel::Staged* staged, RowAt& shared) {
+  stageRow(staged, Kernel::stagedRow(a, r), a.n);
+  if (threadIdx.x < 16) {
+    const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x), 0xffffu};
+    const RowAt v = Kernel::statsOf(row, a, r, staged);
+    if (threadIdx.x == 0) shared = v;
   }
+  __syncthreads();
+  const RowAt v = shared;
+  const exact::WarpRow steps{Kernel::valueSteps(a), static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  steps.forEachWideFrom(threadIdx.x, blockDim.x, [&](const auto& at) GIZML_HD_LAMBDA { Kernel::values(at, a, v); });
+  __syncthreads();
+}
+
+template <class Kernel>
+using StagedRowAt = decltype(Kernel::statsOf(std::declval<const exact::WarpRow&>(), std::declval<const typename Kernel::Args&>(),
+                                             0, std::declval<const typename Kernel::Staged*>()));
+
+/// Kernel's rows with a block a row: rows r = blockIdx.x, + gridDim.x, ...
+template <class Kernel>
+__global__ void stagedRowsKernel(const typename Kernel::Args a) {
+  GIZML_DYNAMIC_SHARED(float, staging);  // one name and type for every instantiation (16-byte aligned)
+  __shared__ StagedRowAt<Kernel> shared;
+  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
+    stagedRow<Kernel>(a, r, reinterpret_cast<typename Kernel::Staged*>(staging), shared);
+}
+
+/// The same for a Kernel whose rows read a row map (mapped(a, r), a.mods): a row whose entry is out
+/// of range is skipped by the whole block (every thread reads the same entry) and recorded in the
+/// device error flag.
+template <class Kernel>
+__global__ void stagedMappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
+  GIZML_DYNAMIC_SHARED(float, staging);
+  __shared__ StagedRowAt<Kernel> shared;
+  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
+    if (flag.inRange(0, Kernel::mapped(a, r), a.mods))
+      stagedRow<Kernel>(a, r, reinterpret_cast<typename Kernel::Staged*>(staging), shared);
 }
 #endif
 
@@ -94,14 +110,23 @@ __global__ void stagedRowsKernel(const typename Kernel::Args a, const ErrorFlag 
 /// F32 one, 16 blocks of them fill a multiprocessor's 2048 threads).
 constexpr unsigned kStagedRowThreads = 128;
 
-/// Kernel's rows with a block a row where rowBlocksWanted() and its rows are stageable; else a
-/// half-warp a row (launchMappedRows). The same bits either way.
+/// Kernel's rows with a block a row where rowBlocksWanted() and its rows are stageable (rows
+/// `stride` values apart); else a half-warp a row (launchRows). The same bits either way.
+template <class Kernel>
+void launchRowsStaged(const Gpu& g, const typename Kernel::Args& a, std::int64_t stride) {
+  if (a.rows == 0) return;
+  if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, stride)) return launchRows<Kernel>(g, a);
+  launch(g, Kernel::kName, stagedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads), a,
+         static_cast<std::size_t>(a.n) * sizeof(typename Kernel::Staged));
+}
+
+/// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows).
 template <class Kernel>
 void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
-  if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n)) return launchMappedRows<Kernel>(g, a, mapName);
-  launchChecked(g, Kernel::kName, {mapName}, stagedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads), a,
-                static_cast<std::size_t>(a.n) * sizeof(typename Kernel::Staged));
+  if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
+  launchChecked(g, Kernel::kName, {mapName}, stagedMappedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads),
+                a, static_cast<std::size_t>(a.n) * sizeof(typename Kernel::Staged));
 }
 
 }  // namespace gizml::detail

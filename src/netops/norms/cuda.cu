@@ -96,7 +96,7 @@ void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRows
 
 void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<GatedNormAdd>(g, a, "map"); }
 
-void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRows<RowNormRope>(g, a); }
+void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRowsStaged<RowNormRope>(g, a, a.stride); }
 
 /// groupNorm's second pass on a GPU: a half-warp a chunk of kChunk values of a channel (the last
 /// one shorter), not a whole channel: a video VAE's 512 channels of 48 x 1024 would be 512

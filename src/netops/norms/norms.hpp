@@ -115,18 +115,26 @@ GIZML_HD void rotatePair(F p, F q, F cos, F sin, F& first, F& second) {
   second = exact::fmaLane(q, cos, p * sin);
 }
 
-/// For the e of step `at` (e < half), the pair (v[e], v[e + half]) each normalised (rmsNormValue
-/// with `scale` and its w) and turned by (cos[e], sin[e]) (rotatePair), stored back in v's type.
+/// For the e of step `at` (e < half), the pair (in[e], in[e + half]) each normalised (rmsNormValue
+/// with `scale` and its w) and turned by (cos[e], sin[e]) (rotatePair), stored to out[e] and
+/// out[e + half] in out's type (in: out itself, or a copy of its values).
+template <class At, class T>
+GIZML_HD void normRotateStepFrom(const At& at, const T* in, T* out, std::int64_t half, float scale, const float* w,
+                                 const float* cos, const float* sin) {
+  const auto p = rows::rmsNormValue(at.load(in), scale, at.load(w));
+  const auto q = rows::rmsNormValue(at.load(in + half), scale, at.load(w + half));
+  auto first = p, second = q;
+  rotatePair(p, q, at.load(cos), at.load(sin), first, second);
+  at.store(out, first);
+  at.store(out + half, second);
+}
+/// normRotateStepFrom in place: v's pair stored back.
 template <class At, class T>
 GIZML_HD void normRotateStep(const At& at, T* v, std::int64_t half, float scale, const float* w, const float* cos,
                              const float* sin) {
-  const auto p = rows::rmsNormValue(at.load(v), scale, at.load(w));
-  const auto q = rows::rmsNormValue(at.load(v + half), scale, at.load(w + half));
-  auto first = p, second = q;
-  rotatePair(p, q, at.load(cos), at.load(sin), first, second);
-  at.store(v, first);
-  at.store(v + half, second);
+  normRotateStepFrom(at, static_cast<const T*>(v), v, half, scale, w, cos, sin);
 }
+
 /// normRotateStep for every e < half (`halves`: a row of that length): rowNormRopeInto's head and
 /// HeadPrep's unit.
 template <class Row, class T>
@@ -174,6 +182,7 @@ struct ModulatedNorm {
   /// a row (core/cuda_row_blocks.cuh) copies it to shared memory and hands the copy to statsOf.
   using Staged = float;
   GIZML_HD static const float* stagedRow(const Args& a, std::int64_t r) { return a.x + r * a.n; }
+  GIZML_HD static std::int64_t valueSteps(const Args& a) { return a.n; }  // values' steps: one an element
   /// stats with row r's x read from `x` (stagedRow's values, wherever they are).
   template <class Row>
   GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const float* x) {
@@ -232,6 +241,7 @@ struct GatedNormAdd {
   /// The input that a row reads twice: y's row r (as ModulatedNorm's).
   using Staged = std::uint16_t;
   GIZML_HD static const std::uint16_t* stagedRow(const Args& a, std::int64_t r) { return a.y + r * a.n; }
+  GIZML_HD static std::int64_t valueSteps(const Args& a) { return a.n; }
   template <class Row>
   GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const std::uint16_t* y) {
     return {y, a.x + r * a.n, a.gate + mapped(a, r) * a.n, exact::rmsScale(row, y, a.eps)};
@@ -298,6 +308,30 @@ struct RowNormRope {
       normRotateHalves(halves, v + h * a.head, scale, a.w + h * a.head, a.cos + cs, a.sin + cs);
     }
   }
+#if defined(__CUDACC__)
+  // A GPU's block a row (core/cuda_row_blocks.cuh): row r's v staged, its scale from the copy (as
+  // row's), then its n / 2 pairs, one a step: pair i is e = i % half of head i / half.
+  using Staged = std::uint16_t;
+  GIZML_HD static const std::uint16_t* stagedRow(const Args& a, std::int64_t r) { return a.v + r * a.stride; }
+  GIZML_HD static std::int64_t valueSteps(const Args& a) { return a.n / 2; }
+  struct RowAt {
+    const std::uint16_t* staged;
+    std::uint16_t* v;
+    const float *cos, *sin;
+    float scale;
+  };
+  template <class Row>
+  GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const std::uint16_t* staged) {
+    return {staged, a.v + r * a.stride, a.cos + r * (a.n / 2), a.sin + r * (a.n / 2), exact::rmsScale(row, staged, a.eps)};
+  }
+  /// Pair at.i (a WarpRow step: one element): v[off + i] and its partner half on, with
+  /// off = (i / half) half, so that v + off + i is element e of head i / half; cos and sin at i.
+  template <class At>
+  GIZML_HD static void values(const At& at, const Args& a, const RowAt& s) {
+    const std::int64_t half = a.head / 2, off = (at.i / half) * half;
+    normRotateStepFrom(at, s.staged + off, s.v + off, half, s.scale, a.w + off, s.cos, s.sin);
+  }
+#endif
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };

@@ -115,7 +115,7 @@ void Int8Rows::cuda(const Gpu& g, const Args& a) {
 
 void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
-  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n))
+  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
     return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
   const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
   const std::size_t shared = static_cast<std::size_t>(a.n) * sizeof(float);
