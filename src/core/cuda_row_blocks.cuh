@@ -3,10 +3,10 @@
 // an H200 all 8192 rows of a [8192, 3072] F32 tensor are then resident at once: a row's second
 // read misses the L2 (modulatedNorm read 201 MB for its 100 MB of x), and a half-warp keeps only a
 // few loads in flight. Here a block copies its row into shared memory with cp.async, every thread
-// a few 16-byte chunks (the whole row in flight at once); one half-warp finds the statistics from
-// that copy (the row type's chains, the same order as a half-warp's row: the same bits); then
-// every thread takes its share of the values (elementwise, so any share gives the same bits).
-// Nothing is read twice from memory, and the rows in flight are those of the blocks resident.
+// a few 16-byte chunks (the whole row in flight at once), its next row's copy starting as this
+// row's work does; one half-warp finds the statistics from the copy (the row type's chains, the
+// same order as a half-warp's row: the same bits); then every thread takes its share of the
+// values (elementwise, so any share gives the same bits). Nothing is read twice from memory.
 //
 // Not measured on a GPU yet: it runs only where GIZML_CUDA_ROW_BLOCKS=1 (rowBlocksWanted), so
 // that a GPU session can compare it with the half-warp rows in one build (tools/gpu-rows-sweep.sh).
@@ -27,7 +27,7 @@ namespace gizml::detail {
 /// half-warp a row, as before). Read once a process (cuda.cu).
 bool rowBlocksWanted();
 
-/// A staged row's most bytes: the 48 KiB a block may have without asking for more.
+/// A staged row's most bytes (its block holds two: 96 KiB, allowShared).
 constexpr std::int64_t kMostStagedBytes = 48 * 1024;
 
 /// Whether rows of n values of T, row r at first + r stride, can be staged by 16-byte copies:
@@ -46,28 +46,50 @@ inline Grid rowBlocksGrid(const Gpu& g, std::int64_t rows, unsigned threads) {
 }
 
 #if defined(__CUDACC__)
-/// Copies a row of n values of T (stageable) from `from` to `to` (shared memory, 16-byte aligned),
-/// the block's threads a chunk in turn, and waits until every chunk is in (for every thread).
+/// Starts copying a row of n values of T (stageable) from `from` to `to` (shared memory, 16-byte
+/// aligned) with cp.async, the block's threads a chunk in turn: one commit group a thread.
 template <class T>
-__device__ void stageRow(T* to, const T* from, std::int64_t n) {
+__device__ void copyRow(T* to, const T* from, std::int64_t n) {
   constexpr std::int64_t kPerChunk = 16 / sizeof(T);
   const std::int64_t chunks = n / kPerChunk;
   for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x)
     exact::mma::copyChunk16(to + c * kPerChunk, from + c * kPerChunk);
   exact::mma::commitCopies();
-  exact::mma::waitCopies<0>();
-  __syncthreads();
 }
 
-/// Row r of Kernel with the whole block (every thread calls it). Kernel gives
+/// A block's rows r = blockIdx.x, r + gridDim.x, ...: work(r, copy) with row r's input (n values of
+/// T at rowOf(r), stageable) copied to shared memory, in two buffers of n values (`buffers`, 2 n,
+/// 16-byte aligned) taken in turn, so that the next row's copy is in flight while this row's work
+/// runs. Every thread of the block calls it; work starts with the copy complete for every thread,
+/// and a buffer is refilled only after every thread's work on it has ended.
+template <class T, class RowOf, class Work>
+__device__ void forStagedRows(std::int64_t rows, std::int64_t n, T* buffers, RowOf rowOf, Work work) {
+  std::int64_t r = blockIdx.x;
+  if (r < rows) copyRow(buffers, rowOf(r), n);
+  for (int cur = 0; r < rows; r += gridDim.x, cur ^= 1) {
+    const std::int64_t next = r + gridDim.x;
+    if (next < rows) {
+      copyRow(buffers + (cur ^ 1) * n, rowOf(next), n);
+      exact::mma::waitCopies<1>();  // all groups but the next row's: this row's chunks are in
+    } else {
+      exact::mma::waitCopies<0>();
+    }
+    __syncthreads();  // every thread's chunks
+    work(r, static_cast<const T*>(buffers + cur * n));
+    __syncthreads();  // every thread done with this buffer before the next iteration refills it
+  }
+}
+
+/// Row r of Kernel with the whole block (every thread calls it), its staged input at `staged`.
+/// Kernel gives
 ///   Staged, stagedRow(a, r)         the input the row reads twice (F32 or BF16, a.n values)
 ///   statsOf(row, a, r, staged)      its statistics, that input read from `staged`: a RowAt
 ///   valueSteps(a), values(at, a, v) its values, one step at a time (a WarpRow step: one element
 ///                                   or pair), each step's alone
-/// Dynamic shared memory: the staged row. Ends with a __syncthreads (the copy and `shared` free).
+/// `shared` hands the RowAt to every thread; free again at forStagedRows' closing __syncthreads.
 template <class Kernel, class RowAt>
-__device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, typename Kernel::Staged* staged, RowAt& shared) {
-  stageRow(staged, Kernel::stagedRow(a, r), a.n);
+__device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, const typename Kernel::Staged* staged,
+                          RowAt& shared) {
   if (threadIdx.x < 16) {
     const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x), 0xffffu};
     const RowAt v = Kernel::statsOf(row, a, r, staged);
@@ -77,34 +99,52 @@ __device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, typena
   const RowAt v = shared;
   const exact::WarpRow steps{Kernel::valueSteps(a), static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   steps.forEachWideFrom(threadIdx.x, blockDim.x, [&](const auto& at) GIZML_HD_LAMBDA { Kernel::values(at, a, v); });
-  __syncthreads();
 }
 
 template <class Kernel>
 using StagedRowAt = decltype(Kernel::statsOf(std::declval<const exact::WarpRow&>(), std::declval<const typename Kernel::Args&>(),
                                              0, std::declval<const typename Kernel::Staged*>()));
 
-/// Kernel's rows with a block a row: rows r = blockIdx.x, + gridDim.x, ...
+/// Kernel's rows with a block a row. Dynamic shared memory: two rows of Staged.
 template <class Kernel>
 __global__ void stagedRowsKernel(const typename Kernel::Args a) {
+  using Staged = typename Kernel::Staged;
   GIZML_DYNAMIC_SHARED(float, staging);  // one name and type for every instantiation (16-byte aligned)
   __shared__ StagedRowAt<Kernel> shared;
-  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
-    stagedRow<Kernel>(a, r, reinterpret_cast<typename Kernel::Staged*>(staging), shared);
+  forStagedRows(a.rows, a.n, reinterpret_cast<Staged*>(staging), [&](std::int64_t r) { return Kernel::stagedRow(a, r); },
+                [&](std::int64_t r, const Staged* staged) { stagedRow<Kernel>(a, r, staged, shared); });
 }
 
 /// The same for a Kernel whose rows read a row map (mapped(a, r), a.mods): a row whose entry is out
 /// of range is skipped by the whole block (every thread reads the same entry) and recorded in the
-/// device error flag.
+/// device error flag. (Its copy is made all the same: the copy reads no mapped row.)
 template <class Kernel>
 __global__ void stagedMappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
+  using Staged = typename Kernel::Staged;
   GIZML_DYNAMIC_SHARED(float, staging);
   __shared__ StagedRowAt<Kernel> shared;
-  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
-    if (flag.inRange(0, Kernel::mapped(a, r), a.mods))
-      stagedRow<Kernel>(a, r, reinterpret_cast<typename Kernel::Staged*>(staging), shared);
+  forStagedRows(a.rows, a.n, reinterpret_cast<Staged*>(staging), [&](std::int64_t r) { return Kernel::stagedRow(a, r); },
+                [&](std::int64_t r, const Staged* staged) {
+                  if (flag.inRange(0, Kernel::mapped(a, r), a.mods)) stagedRow<Kernel>(a, r, staged, shared);
+                });
 }
 #endif
+
+/// The dynamic shared memory of a block a row staging rows of n values of T: two rows. Over 48 KiB
+/// the kernel must be allowed it first (allowShared).
+template <class T>
+std::size_t stagedSharedBytes(std::int64_t n) {
+  return 2 * static_cast<std::size_t>(n) * sizeof(T);
+}
+
+/// Lets `kernel` take `bytes` of dynamic shared memory a block where that is over the 48 KiB it may
+/// take without asking.
+template <class Kernel>
+void allowShared(const Gpu& g, const char* function, Kernel* kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  useDevice(g.device.index, function);
+  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
+}
 
 /// The threads of a block a row for the staged row ops: 4 warps (at 12 KiB a row, as a [., 3072]
 /// F32 one, 16 blocks of them fill a multiprocessor's 2048 threads).
@@ -116,8 +156,9 @@ template <class Kernel>
 void launchRowsStaged(const Gpu& g, const typename Kernel::Args& a, std::int64_t stride) {
   if (a.rows == 0) return;
   if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, stride)) return launchRows<Kernel>(g, a);
-  launch(g, Kernel::kName, stagedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads), a,
-         static_cast<std::size_t>(a.n) * sizeof(typename Kernel::Staged));
+  const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
+  allowShared(g, Kernel::kName, stagedRowsKernel<Kernel>, bytes);
+  launch(g, Kernel::kName, stagedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads), a, bytes);
 }
 
 /// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows).
@@ -125,8 +166,10 @@ template <class Kernel>
 void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
   if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
+  const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
+  allowShared(g, Kernel::kName, stagedMappedRowsKernel<Kernel>, bytes);
   launchChecked(g, Kernel::kName, {mapName}, stagedMappedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads),
-                a, static_cast<std::size_t>(a.n) * sizeof(typename Kernel::Staged));
+                a, bytes);
 }
 
 }  // namespace gizml::detail

@@ -16,7 +16,8 @@ namespace {
 // keeps them in its registers (16 values a lane a block, the layout of exact/hadamard.hpp); the
 // row's max |y| is the largest of the half-warps' maxima (a maximum is order-free: the same s);
 // then each half-warp codes its own blocks. modulatedInt8Rows first copies the row's x to shared
-// memory (core/cuda_row_blocks.cuh) and one half-warp finds its statistics there. Each block's
+// memory (core/cuda_row_blocks.cuh: the next row's copy in flight meanwhile) and one half-warp
+// finds its statistics there. Each block's
 // values are the row function's (ModulatedInt8Rows::block, BlockRows::transformed): the same
 // bits. Not measured on a GPU yet (cuda_row_blocks.cuh).
 
@@ -77,28 +78,29 @@ __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
     codeRowBlocks<K>(row, a, r, halfMax, [&](std::int64_t b, float(&v)[16]) { a.transformed(row, r * a.n + b, v); });
 }
 
-/// Dynamic shared memory: the row's x (n floats).
+/// Dynamic shared memory: two rows of x (n floats each; detail::forStagedRows).
 template <int K>
 __global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
-  GIZML_DYNAMIC_SHARED(float, x);
+  GIZML_DYNAMIC_SHARED(float, staging);
   __shared__ float halfMax[kMostHalves];
   __shared__ exact::MeanRstd stats;
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   const Int8Rows::Args codes = ModulatedInt8Rows::codeArgs(a);
-  for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) continue;  // the whole block skips
-    detail::stageRow(x, a.norm.x + r * a.n, a.n);
-    if (threadIdx.x < 16) {
-      const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
-      if (threadIdx.x == 0) stats = st;
-    }
-    __syncthreads();
-    const exact::MeanRstd st = stats;  // read by every thread before codeRowBlocks' first __syncthreads
-    const bool storeY = a.norm.yBF16 != nullptr;
-    codeRowBlocks<K>(row, codes, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
-      ModulatedInt8Rows::block(row, a, r, st, b, storeY, v, x);
-    });
-  }
+  const bool storeY = a.norm.yBF16 != nullptr;
+  detail::forStagedRows(
+      a.rows, a.n, staging, [&](std::int64_t r) { return a.norm.x + r * a.n; },
+      [&](std::int64_t r, const float* x) {
+        if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) return;  // the whole block skips
+        if (threadIdx.x < 16) {
+          const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
+          if (threadIdx.x == 0) stats = st;
+        }
+        __syncthreads();
+        const exact::MeanRstd st = stats;  // read by every thread before codeRowBlocks' first __syncthreads
+        codeRowBlocks<K>(row, codes, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
+          ModulatedInt8Rows::block(row, a, r, st, b, storeY, v, x);
+        });
+      });
 }
 
 }  // namespace
@@ -118,9 +120,10 @@ void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
     return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
   const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
-  const std::size_t shared = static_cast<std::size_t>(a.n) * sizeof(float);
-  if (k == 1) detail::launchChecked(g, kName, {"map"}, modulatedInt8RowBlocksKernel<1>, grid, a, shared);
-  else detail::launchChecked(g, kName, {"map"}, modulatedInt8RowBlocksKernel<2>, grid, a, shared);
+  const std::size_t shared = detail::stagedSharedBytes<float>(a.n);
+  const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
+  detail::allowShared(g, kName, kernel, shared);
+  detail::launchChecked(g, kName, {"map"}, kernel, grid, a, shared);
 }
 
 }  // namespace gizml::netops::quant
