@@ -4,9 +4,10 @@
 # answers: on an H200 all 8192 rows of a [8192, 3072] F32 tensor run at once, and modulatedNorm
 # read 201 MB for its 100 MB x (a row's second read missed L2); fewer rows at once keep the row in
 # L2 or L1 but leave fewer reads in flight. And a second answer to the same question: a block a
-# row (GIZML_CUDA_ROW_BLOCKS=1, core/cuda_row_blocks.cuh: modulatedNorm, gatedNormAdd, rowNormRope,
-# int8Rows and modulatedInt8Rows), which stages a row in shared memory or keeps its blocks in registers, so that
-# nothing is read twice. For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a
+# row (GIZML_CUDA_ROW_BLOCKS=1, core/cuda_row_blocks.cuh: modulatedNorm, gatedNormAdd,
+# rowNormRope, int8Rows and modulatedInt8Rows), which stages a row in shared memory or keeps its
+# blocks in registers, so that nothing is read twice (the same switch gives groupNorm's second
+# pass a block a chunk with 16-byte loads). For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a
 # row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and
 # their shares of the copy in the same run. Output: $OUT/rows-sweep.log (or

@@ -24,7 +24,8 @@
 namespace gizml::detail {
 
 /// Whether the row ops that can take a block a row do (GIZML_CUDA_ROW_BLOCKS=1; unset or 0: a
-/// half-warp a row, as before). Read once a process (cuda.cu).
+/// half-warp a row, as before), and groupNorm's second pass a block a chunk (norms/cuda.cu). Read
+/// once a process (cuda.cu).
 bool rowBlocksWanted();
 
 /// A staged row's most bytes (its block holds two: 96 KiB, allowShared).

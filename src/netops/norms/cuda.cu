@@ -3,6 +3,9 @@
 // path; a row map's entries are checked by the kernel with the device error flag.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "core/cuda_launch.cuh"
 #include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
@@ -127,7 +130,94 @@ void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
                  detail::Grid{detail::stridingBlocks(blocks), 16 * slices::kSlicesPerBlock}, a);
 }
 
+namespace {
+/// groupNorm's second pass where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured on a GPU, as the block a
+/// row of core/cuda_row_blocks.cuh): a block a chunk of kChunk values of a channel, each thread
+/// kSteps 16-byte pieces of it (4 values a load: 64 bytes in flight a thread, against 16 for a
+/// half-warp lane's 4 steps), loaded before its group's statistics are found (by thread 0, the
+/// loads in flight meanwhile). groupNormValue on each value: the same bits.
+namespace quads {
+constexpr unsigned kThreads = 256;
+constexpr int kSteps = 4;
+constexpr std::int64_t kChunk = 4 * kSteps * kThreads;  // 4096 values
+
+struct Args {
+  GroupNorm::Args channels;
+  std::int64_t chunks;  // a channel's
+};
+
+/// Whether every piece starts on 16 bytes in x and y (8 in a BF16 y): channels of whole pieces.
+bool fits(const GroupNorm::Args& a) {
+  const auto on = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  return a.n % 4 == 0 && on(a.x, 16) && (a.yBF16 ? on(a.yBF16, 8) : on(a.y, 16));
+}
+
+#if defined(GIZML_CUDA_SIM)
+// The simulator's threads are C++ code: copies, no type punning; an unaligned piece traps as a GPU's
+// load would fault.
+inline float4 loadPiece(const float* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void storePiece(float* p, const float4& v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+}
+inline void storePiece(std::uint16_t* p, const uint2& v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+}
+#else
+__device__ __forceinline__ float4 loadPiece(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// Streaming stores (st.global.cs: nothing reads y back soon), one 16-byte (8-byte) store each.
+__device__ __forceinline__ void storePiece(float* p, const float4& v) { __stcs(reinterpret_cast<float4*>(p), v); }
+__device__ __forceinline__ void storePiece(std::uint16_t* p, const uint2& v) { __stcs(reinterpret_cast<uint2*>(p), v); }
+#endif
+
+__global__ void kernel(const Args q) {
+  const GroupNorm::Args& a = q.channels;
+  __shared__ exact::MeanRstd shared;
+  for (std::int64_t c = blockIdx.x; c < a.rows * q.chunks; c += gridDim.x) {
+    const std::int64_t ch = c / q.chunks, start = (c % q.chunks) * kChunk, rest = a.n - start;
+    const std::int64_t pieces = (rest < kChunk ? rest : kChunk) / 4, at0 = ch * a.n + start;
+    float4 v[kSteps];
+    for (int k = 0; k < kSteps; ++k) {
+      const std::int64_t p = threadIdx.x + k * kThreads;
+      if (p < pieces) v[k] = loadPiece(a.x + at0 + 4 * p);
+    }
+    if (threadIdx.x == 0) shared = GroupNorm::stats(a, ch);
+    __syncthreads();
+    const exact::MeanRstd s = shared;
+    const float w = a.w[ch], b = a.b[ch];
+    const auto value = [&](float x) { return groupNormValue(x, s.mean, s.rstd, w, b, a.act); };
+    for (int k = 0; k < kSteps; ++k) {
+      const std::int64_t p = threadIdx.x + k * kThreads;
+      if (p >= pieces) continue;
+      const float4 y{value(v[k].x), value(v[k].y), value(v[k].z), value(v[k].w)};
+      if (a.yBF16) {
+        const auto pair = [](float lo, float hi) {
+          return static_cast<unsigned>(exact::floatToBF16(lo)) | (static_cast<unsigned>(exact::floatToBF16(hi)) << 16);
+        };
+        storePiece(a.yBF16 + at0 + 4 * p, uint2{pair(y.x, y.y), pair(y.z, y.w)});
+      } else {
+        storePiece(a.y + at0 + 4 * p, y);
+      }
+    }
+    __syncthreads();  // `shared` free for the next chunk
+  }
+}
+}  // namespace quads
+}  // namespace
+
 void GroupNorm::cuda(const Gpu& g, const Args& a) {
+  if (detail::rowBlocksWanted() && quads::fits(a)) {
+    const std::int64_t chunks = (a.n + quads::kChunk - 1) / quads::kChunk;
+    if (a.rows * chunks == 0) return;
+    return detail::launch(g, kName, quads::kernel, detail::rowBlocksGrid(g, a.rows * chunks, quads::kThreads),
+                          quads::Args{a, chunks});
+  }
   const std::int64_t n = a.n < GroupNormChunks::kChunk ? a.n : GroupNormChunks::kChunk;
   const std::int64_t chunks = n == 0 ? 0 : (a.n + n - 1) / n;
   detail::launchRows<GroupNormChunks>(g, {a, a.rows * chunks, n, chunks});
