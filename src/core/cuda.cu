@@ -104,7 +104,16 @@ unsigned rowBlocksCap(int device, int rowsPerBlock) {
       throw Error(std::string("gizml: GIZML_CUDA_ROWS_PER_SM: expected a whole number from 0 to 2^20, got '") + v + "'");
     return n;
   }();
-  if (rowsPerSm == 0 || device < 0 || device >= kMaxDevices) return kMostBlocks;
+  if (rowsPerSm == 0) return kMostBlocks;
+  const unsigned sms = multiprocessors(device);
+  if (sms == 0) return kMostBlocks;
+  const unsigned perSm = rowsPerSm / rowsPerBlock > 0 ? static_cast<unsigned>(rowsPerSm / rowsPerBlock) : 1;
+  const std::uint64_t blocks = static_cast<std::uint64_t>(sms) * perSm;
+  return stridingBlocks(static_cast<std::int64_t>(blocks));
+}
+
+unsigned multiprocessors(int device) {
+  if (device < 0 || device >= kMaxDevices) return 0;
   static std::once_flag once[kMaxDevices];
   static unsigned sms[kMaxDevices] = {};
   std::call_once(once[device], [device] {
@@ -112,10 +121,7 @@ unsigned rowBlocksCap(int device, int rowsPerBlock) {
     if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) cudaGetLastError();
     sms[device] = count > 0 ? static_cast<unsigned>(count) : 0;
   });
-  if (sms[device] == 0) return kMostBlocks;
-  const unsigned perSm = rowsPerSm / rowsPerBlock > 0 ? static_cast<unsigned>(rowsPerSm / rowsPerBlock) : 1;
-  const std::uint64_t blocks = static_cast<std::uint64_t>(sms[device]) * perSm;
-  return stridingBlocks(static_cast<std::int64_t>(blocks));
+  return sms[device];
 }
 
 bool rowBlocksWanted() {

@@ -24,8 +24,8 @@
 namespace gizml::detail {
 
 /// Whether the row ops that can take a block a row do (GIZML_CUDA_ROW_BLOCKS=1; unset or 0: a
-/// half-warp a row, as before), and groupNorm's second pass a block a chunk (norms/cuda.cu). Read
-/// once a process (cuda.cu).
+/// half-warp a row, as before); pixelNorm a block a tile of pixels and groupNorm's second pass a
+/// block a chunk too (norms/cuda.cu). Read once a process (cuda.cu).
 bool rowBlocksWanted();
 
 /// A staged row's most bytes (its block holds two: 96 KiB, allowShared).
@@ -40,10 +40,28 @@ bool stageable(const T* first, std::int64_t n, std::int64_t stride) {
          (stride * static_cast<std::int64_t>(sizeof(T))) % 16 == 0 && bytes > 0 && bytes <= kMostStagedBytes;
 }
 
-/// The grid of a launch of a block a row: a block for each row, at most rowBlocksCap's.
-inline Grid rowBlocksGrid(const Gpu& g, std::int64_t rows, unsigned threads) {
+/// The grid of a launch of a block an item (a row, a tile): a block for each item, at most
+/// rowBlocksCap's.
+inline Grid rowBlocksGrid(const Gpu& g, std::int64_t items, unsigned threads) {
   const std::int64_t cap = rowBlocksCap(g.device.index, 1);
-  return Grid{static_cast<unsigned>(rows < cap ? rows : cap), threads};
+  return Grid{static_cast<unsigned>(items < cap ? items : cap), threads};
+}
+
+/// rowBlocksGrid for a kernel whose blocks stride over their items and copy the next one while
+/// working on this one (forStaged): at most as many blocks as `device` holds at once (its
+/// multiprocessors times the kernel's occupancy at `threads` and `sharedBytes`; allowShared
+/// first), so that every block has items to pipeline.
+template <class Kernel>
+Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned threads, std::size_t sharedBytes) {
+  Grid grid = rowBlocksGrid(g, items, threads);
+  int perSm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, static_cast<int>(threads), sharedBytes) != cudaSuccess) {
+    cudaGetLastError();
+    perSm = 0;
+  }
+  const std::int64_t resident = static_cast<std::int64_t>(multiprocessors(g.device.index)) * perSm;
+  if (resident > 0 && resident < grid.blocks) grid.blocks = static_cast<unsigned>(resident);
+  return grid;
 }
 
 #if defined(__CUDACC__)
@@ -58,27 +76,35 @@ __device__ void copyRow(T* to, const T* from, std::int64_t n) {
   exact::mma::commitCopies();
 }
 
-/// A block's rows r = blockIdx.x, r + gridDim.x, ...: work(r, copy) with row r's input (n values of
-/// T at rowOf(r), stageable) copied to shared memory, in two buffers of n values (`buffers`, 2 n,
-/// 16-byte aligned) taken in turn, so that the next row's copy is in flight while this row's work
-/// runs. Every thread of the block calls it; work starts with the copy complete for every thread,
-/// and a buffer is refilled only after every thread's work on it has ended.
-template <class T, class RowOf, class Work>
-__device__ void forStagedRows(std::int64_t rows, std::int64_t n, T* buffers, RowOf rowOf, Work work) {
-  std::int64_t r = blockIdx.x;
-  if (r < rows) copyRow(buffers, rowOf(r), n);
-  for (int cur = 0; r < rows; r += gridDim.x, cur ^= 1) {
-    const std::int64_t next = r + gridDim.x;
-    if (next < rows) {
-      copyRow(buffers + (cur ^ 1) * n, rowOf(next), n);
-      exact::mma::waitCopies<1>();  // all groups but the next row's: this row's chunks are in
+/// A block's items i = blockIdx.x, i + gridDim.x, ... (< items), each copied to shared memory
+/// before work(i, copy) runs on it, in two buffers of `perBuffer` values (`buffers`, 16-byte
+/// aligned, as perBuffer values of T are) taken in turn, so that the next item's copy is in flight
+/// while this one's work runs: issue(i, buffer) starts item i's copy with cp.async (copyRow, or
+/// the caller's own chunks), committing one group a thread. Every thread of the block calls it;
+/// work starts with the copy complete for every thread, and a buffer is refilled only after every
+/// thread's work on it has ended.
+template <class T, class Issue, class Work>
+__device__ void forStaged(std::int64_t items, std::int64_t perBuffer, T* buffers, Issue issue, Work work) {
+  std::int64_t i = blockIdx.x;
+  if (i < items) issue(i, buffers);
+  for (int cur = 0; i < items; i += gridDim.x, cur ^= 1) {
+    const std::int64_t next = i + gridDim.x;
+    if (next < items) {
+      issue(next, buffers + (cur ^ 1) * perBuffer);
+      exact::mma::waitCopies<1>();  // all groups but the next item's: this item's chunks are in
     } else {
       exact::mma::waitCopies<0>();
     }
     __syncthreads();  // every thread's chunks
-    work(r, static_cast<const T*>(buffers + cur * n));
+    work(i, static_cast<const T*>(buffers + cur * perBuffer));
     __syncthreads();  // every thread done with this buffer before the next iteration refills it
   }
+}
+
+/// forStaged over rows: row r's input is n values of T at rowOf(r) (stageable).
+template <class T, class RowOf, class Work>
+__device__ void forStagedRows(std::int64_t rows, std::int64_t n, T* buffers, RowOf rowOf, Work work) {
+  forStaged(rows, n, buffers, [&](std::int64_t r, T* to) { copyRow(to, rowOf(r), n); }, work);
 }
 
 /// Row r of Kernel with the whole block (every thread calls it), its staged input at `staged`.
@@ -159,7 +185,8 @@ void launchRowsStaged(const Gpu& g, const typename Kernel::Args& a, std::int64_t
   if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, stride)) return launchRows<Kernel>(g, a);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
   allowShared(g, Kernel::kName, stagedRowsKernel<Kernel>, bytes);
-  launch(g, Kernel::kName, stagedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads), a, bytes);
+  launch(g, Kernel::kName, stagedRowsKernel<Kernel>,
+         residentGrid(g, stagedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes), a, bytes);
 }
 
 /// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows).
@@ -169,8 +196,8 @@ void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const 
   if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
   allowShared(g, Kernel::kName, stagedMappedRowsKernel<Kernel>, bytes);
-  launchChecked(g, Kernel::kName, {mapName}, stagedMappedRowsKernel<Kernel>, rowBlocksGrid(g, a.rows, kStagedRowThreads),
-                a, bytes);
+  launchChecked(g, Kernel::kName, {mapName}, stagedMappedRowsKernel<Kernel>,
+                residentGrid(g, stagedMappedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes), a, bytes);
 }
 
 }  // namespace gizml::detail

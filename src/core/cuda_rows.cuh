@@ -17,6 +17,8 @@ constexpr int kRowsPerBlock = 8;
 /// as a row's second read finds it gone from L2; fewer rows at once would keep it there, but
 /// leave fewer reads in flight. Read once a process (cuda.cu).
 unsigned rowBlocksCap(int device, int rowsPerBlock = kRowsPerBlock);
+/// `device`'s multiprocessors (0 where it cannot say). Read once a device (cuda.cu).
+unsigned multiprocessors(int device);
 
 /// A half-warp a row, kRowsPerBlock rows a block, at most rowBlocksCap blocks (the kernels stride).
 inline Grid rowsGrid(const Gpu& g, std::int64_t rows) {

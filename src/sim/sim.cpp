@@ -597,6 +597,28 @@ cudaError_t funcGetAttributes(cudaFuncAttributes* out, const void*) {
   return cudaSuccess;
 }
 
+// An sm_90 multiprocessor's limits without registers (the simulator has none): 2048 threads, 32
+// blocks, 228 KiB of shared memory (1 KiB of it each block's own). 0 where a block could not run.
+cudaError_t occupancy(int* blocks, const void* kernel, int threads, std::size_t dynamicShared) {
+  if (threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
+  std::size_t allowed = 48 * 1024;
+  {
+    RuntimeState& s = state();
+    std::lock_guard<std::mutex> g(s.lock);
+    const auto it = s.maxDynamicShared.find(kernel);
+    if (it != s.maxDynamicShared.end()) allowed = static_cast<std::size_t>(it->second);
+  }
+  if (dynamicShared > allowed) {
+    *blocks = 0;
+    return cudaSuccess;
+  }
+  const std::size_t byShared = (228 * 1024) / (dynamicShared + 1024);
+  std::size_t n = 2048 / static_cast<std::size_t>(threads);
+  if (byShared < n) n = byShared;
+  *blocks = static_cast<int>(n < 32 ? n : 32);
+  return cudaSuccess;
+}
+
 }  // namespace gizml::sim
 
 // ---- the runtime API -----------------------------------------------------------------------------------

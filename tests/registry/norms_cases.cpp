@@ -107,7 +107,11 @@ const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2,
                                    {2, 1000, 300},
                                    // A GPU thread's second pass takes 8 channels at a time: one
                                    // batch and 5 left.
-                                   {2, 13, 40}};
+                                   {2, 13, 40},
+                                   // A GPU's tiles of 32 pixels (GIZML_CUDA_ROW_BLOCKS=1): three a
+                                   // frame, their values 8 threads a pixel, 37 channels (4 rounds of
+                                   // 32 and 5 left).
+                                   {3, 37, 96}};
 
 /// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
 Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {

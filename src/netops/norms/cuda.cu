@@ -84,6 +84,79 @@ __global__ void streamedKernel(const GroupNormSlices::Args a) {
 }
 }  // namespace slices
 
+/// pixelNorm where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured on a GPU, as the block a row of
+/// core/cuda_row_blocks.cuh): a thread a pixel reads its column twice (the chain, then the
+/// values), and with every pixel resident at once the second read mostly misses the L2. Here a
+/// block takes a tile of kTile pixels of a frame with all their channels, copied to shared memory
+/// (16-byte cp.async chunks, the block's next tile's copy in flight meanwhile: forStaged); a warp's
+/// lanes run the tile's chains over the channels from the copy (pixelSquareStep in channel order,
+/// a pixel's chain in one lane, as pixelNormPixels'), then every thread takes channels of one pixel
+/// for the values (pixelValue: each its own). x is read once; the same bits.
+namespace pixelTiles {
+constexpr std::int64_t kTile = 32;
+constexpr unsigned kThreads = 256;
+constexpr std::int64_t kMostTileBytes = 96 * 1024;  // two of them a block: 192 KiB (allowShared)
+
+std::int64_t tileBytes(const PixelNorm::Args& a) { return a.c * kTile * (a.bf16 ? 2 : 4); }
+
+/// Whether a frame's pixels are whole tiles on 16-byte addresses, a tile at most kMostTileBytes.
+bool fits(const PixelNorm::Args& a) {
+  return a.c > 0 && a.pixels % kTile == 0 && reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 &&
+         tileBytes(a) <= kMostTileBytes;
+}
+
+template <class T>
+__global__ void kernel(const PixelNorm::Args a) {
+  GIZML_DYNAMIC_SHARED(float, staging);
+  __shared__ float scales[kTile];
+  constexpr std::int64_t kPerChunk = 16 / sizeof(T), kChunksPerChannel = kTile / kPerChunk;
+  const T* x = static_cast<const T*>(a.x);
+  T* out = static_cast<T*>(a.out);
+  const std::int64_t tilesPerFrame = a.pixels / kTile;
+  // Tile t's element (channel 0, its first pixel) in x and out.
+  const auto origin = [&](std::int64_t t) { return (t / tilesPerFrame) * a.c * a.pixels + (t % tilesPerFrame) * kTile; };
+  detail::forStaged(
+      a.frames * tilesPerFrame, a.c * kTile, reinterpret_cast<T*>(staging),
+      [&](std::int64_t t, T* to) {  // channel ch's kTile values to to + ch kTile
+        const T* from = x + origin(t);
+        for (std::int64_t q = threadIdx.x; q < a.c * kChunksPerChannel; q += blockDim.x) {
+          const std::int64_t ch = q / kChunksPerChannel, at = (q % kChunksPerChannel) * kPerChunk;
+          exact::mma::copyChunk16(to + ch * kTile + at, from + ch * a.pixels + at);
+        }
+        exact::mma::commitCopies();
+      },
+      [&](std::int64_t t, const T* tile) {
+        if (threadIdx.x < kTile) {
+          const exact::WarpRow::At at{static_cast<std::int64_t>(threadIdx.x)};
+          float ss = 0.0f;
+          GIZML_UNROLL(8)
+          for (std::int64_t ch = 0; ch < a.c; ++ch) ss = pixelSquareStep(at.load(tile + ch * kTile), ss);
+          scales[threadIdx.x] = pixelScale(ss, a.c, a.eps);
+        }
+        __syncthreads();
+        const exact::WarpRow::At at{static_cast<std::int64_t>(threadIdx.x % kTile)};
+        const float r = scales[threadIdx.x % kTile];
+        T* const o = out + origin(t);
+        const std::int64_t step = blockDim.x / kTile;
+        std::int64_t ch = threadIdx.x / kTile;
+        for (; ch + 3 * step < a.c; ch += 4 * step) {  // 4 channels' loads before their stores
+          float v[4];
+          for (int k = 0; k < 4; ++k) v[k] = at.load(tile + (ch + k * step) * kTile);
+          for (int k = 0; k < 4; ++k) at.store(o + (ch + k * step) * a.pixels, pixelValue(v[k], r, a.act));
+        }
+        for (; ch < a.c; ch += step) at.store(o + ch * a.pixels, pixelValue(at.load(tile + ch * kTile), r, a.act));
+      });
+}
+
+void launch(const Gpu& g, const PixelNorm::Args& a) {
+  const auto k = a.bf16 ? kernel<std::uint16_t> : kernel<float>;
+  const std::size_t bytes = 2 * static_cast<std::size_t>(tileBytes(a));
+  detail::allowShared(g, PixelNorm::kName, k, bytes);
+  detail::launch(g, PixelNorm::kName, k,
+                 detail::residentGrid(g, k, a.frames * (a.pixels / kTile), kThreads, bytes), a, bytes);
+}
+}  // namespace pixelTiles
+
 // One thread a (frame, pixel): its chain over the channels.
 __global__ void pixelNormKernel(const PixelNorm::Args a) {
   const std::int64_t i = detail::globalThread();
@@ -224,6 +297,8 @@ void GroupNorm::cuda(const Gpu& g, const Args& a) {
 }
 
 void PixelNorm::cuda(const Gpu& g, const Args& a) {
+  if (a.frames * a.pixels == 0) return;
+  if (detail::rowBlocksWanted() && pixelTiles::fits(a)) return pixelTiles::launch(g, a);
   detail::launch(g, kName, pixelNormKernel, detail::Grid::forItems(a.frames * a.pixels), a);
 }
 

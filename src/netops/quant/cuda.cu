@@ -119,11 +119,11 @@ void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
   if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
     return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
-  const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
   const std::size_t shared = detail::stagedSharedBytes<float>(a.n);
   const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
   detail::allowShared(g, kName, kernel, shared);
-  detail::launchChecked(g, kName, {"map"}, kernel, grid, a, shared);
+  detail::launchChecked(g, kName, {"map"}, kernel, detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a,
+                        shared);
 }
 
 }  // namespace gizml::netops::quant

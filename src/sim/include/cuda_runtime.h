@@ -74,6 +74,7 @@ cudaError_t cudaDeviceSynchronize();
 namespace gizml::sim {
 cudaError_t funcSetAttribute(const void* kernel, cudaFuncAttribute attr, int value);
 cudaError_t funcGetAttributes(cudaFuncAttributes* out, const void* kernel);
+cudaError_t occupancy(int* blocks, const void* kernel, int threads, std::size_t dynamicShared);
 /// Runs `body` (the kernel with its arguments) on every thread of the grid; a failure of the
 /// launch is kept for cudaGetLastError, as CUDA's launch errors are.
 void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared, cudaStream_t stream,
@@ -108,6 +109,11 @@ cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attr, int val
 template <class Kernel>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* out, Kernel* kernel) {
   return gizml::sim::funcGetAttributes(out, reinterpret_cast<const void*>(kernel));
+}
+template <class Kernel>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Kernel* kernel, int threads,
+                                                          std::size_t dynamicShared) {
+  return gizml::sim::occupancy(blocks, reinterpret_cast<const void*>(kernel), threads, dynamicShared);
 }
 
 #define GIZML_LAUNCH(grid, block, shared, stream, ...) ::gizml::sim::launcher(__VA_ARGS__, grid, block, shared, stream)
