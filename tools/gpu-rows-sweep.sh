@@ -10,8 +10,8 @@
 # tile of pixels, and groupNorm's second pass a block a chunk with 16-byte loads). For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a
 # row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and
-# their shares of the copy in the same run. Output: $OUT/rows-sweep.log (or
-# <build>/rows-sweep.log), the share lines also on stdout. Plain bash, as gpu-check.sh;
+# their shares of the copy in the same run, then a table of each benchmark's share in each run.
+# Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the share lines also on stdout. Plain bash, as gpu-check.sh;
 # ROWS_SWEEP_LIMIT (60 s) caps each run.
 #   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
 set -uo pipefail
@@ -41,4 +41,11 @@ for run in ${ROWS_SWEEP:-0 b0 8 16 32 64}; do
   # The shares: the lines after the bench's "as a share of the copy" heading, in this run's part.
   awk -v n="$head" '$0 == n {on = 1; next} /^== / {on = 0} on && /share of the copy/ {s = 1} on && s && /%/' "$LOG"
 done
+# One line a benchmark, its share in each run side by side (the runs in ROWS_SWEEP's order).
+echo "== shares of the copy, a column a run: ${ROWS_SWEEP:-0 b0 8 16 32 64}" | tee -a "$LOG"
+awk '/^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
+     /share of the copy/ {s = 1; next}
+     s && /%  of / {name = $1; sub(/\/real_time.*/, "", name); v[name, run] = $2; if (!(name in seen)) {seen[name] = 1; order[++count] = name}}
+     END {for (i = 1; i <= count; i++) {line = sprintf("  %-44s", order[i]); for (r = 1; r <= run; r++) line = line sprintf(" %7s", ((order[i], r) in v) ? v[order[i], r] : "-"); print line}}' "$LOG" | tee -a "$LOG.table"
+cat "$LOG.table" >> "$LOG" && rm -f "$LOG.table"
 exit $status
