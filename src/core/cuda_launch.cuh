@@ -61,7 +61,7 @@ void afterLaunch(const Gpu& g, const char* function);
 ErrorFlag errorFlag(int device, unsigned launch);
 
 /// Launches kernel(args) on g's device and stream, with `sharedBytes` of dynamic shared memory a
-/// block (at most 48 KiB).
+/// block (over 48 KiB only once the kernel is allowed them: allowShared, core/cuda_row_blocks.cuh).
 template <class Args>
 void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid, const Args& args,
             std::size_t sharedBytes = 0) {
@@ -72,7 +72,7 @@ void launch(const Gpu& g, const char* function, void (*kernel)(Args), Grid grid,
 
 /// Launches kernel(args, flag), a kernel that checks the indices it reads with flag.inRange(i, ...),
 /// where i is the position in `checked` of the argument that holds them (named in the error);
-/// `sharedBytes` of dynamic shared memory a block (at most 48 KiB).
+/// `sharedBytes` of dynamic shared memory a block (as launch's).
 template <class Args>
 void launchChecked(const Gpu& g, const char* function, std::initializer_list<const char*> checked,
                    void (*kernel)(Args, ErrorFlag), Grid grid, const Args& args, std::size_t sharedBytes = 0) {

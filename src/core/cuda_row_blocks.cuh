@@ -113,7 +113,7 @@ __device__ void forStagedRows(std::int64_t rows, std::int64_t n, T* buffers, Row
 ///   statsOf(row, a, r, staged)      its statistics, that input read from `staged`: a RowAt
 ///   valueSteps(a), values(at, a, v) its values, one step at a time (a WarpRow step: one element
 ///                                   or pair), each step's alone
-/// `shared` hands the RowAt to every thread; free again at forStagedRows' closing __syncthreads.
+/// `shared` hands the RowAt to every thread; free again at forStaged's closing __syncthreads.
 template <class Kernel, class RowAt>
 __device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, const typename Kernel::Staged* staged,
                           RowAt& shared) {
@@ -173,8 +173,8 @@ void allowShared(const Gpu& g, const char* function, Kernel* kernel, std::size_t
   cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
 }
 
-/// The threads of a block a row for the staged row ops: 4 warps (at 12 KiB a row, as a [., 3072]
-/// F32 one, 16 blocks of them fill a multiprocessor's 2048 threads).
+/// The threads of a block a row for the staged row ops: 4 warps (at two rows of 12 KiB, a [., 3072]
+/// F32 tensor's, a multiprocessor's shared memory holds 9 such blocks).
 constexpr unsigned kStagedRowThreads = 128;
 
 /// Kernel's rows with a block a row where rowBlocksWanted() and its rows are stageable (rows

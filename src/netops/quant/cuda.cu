@@ -17,9 +17,9 @@ namespace {
 // row's max |y| is the largest of the half-warps' maxima (a maximum is order-free: the same s);
 // then each half-warp codes its own blocks. modulatedInt8Rows first copies the row's x to shared
 // memory (core/cuda_row_blocks.cuh: the next row's copy in flight meanwhile) and one half-warp
-// finds its statistics there. Each block's
-// values are the row function's (ModulatedInt8Rows::block, BlockRows::transformed): the same
-// bits. Not measured on a GPU yet (cuda_row_blocks.cuh).
+// finds its statistics there. Each block's values are the row function's
+// (ModulatedInt8Rows::block, BlockRows::transformed): the same bits. Not measured on a GPU yet
+// (cuda_row_blocks.cuh).
 
 constexpr int kMostHalves = 32;  // 512 threads
 
@@ -78,7 +78,7 @@ __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
     codeRowBlocks<K>(row, a, r, halfMax, [&](std::int64_t b, float(&v)[16]) { a.transformed(row, r * a.n + b, v); });
 }
 
-/// Dynamic shared memory: two rows of x (n floats each; detail::forStagedRows).
+/// Dynamic shared memory: two rows of x (n floats each: detail::forStagedRows).
 template <int K>
 __global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
   GIZML_DYNAMIC_SHARED(float, staging);
