@@ -13,6 +13,10 @@ GIZML_HD std::uint16_t floatToBF16(float x) {
   return static_cast<std::uint16_t>(b >> 16);
 }
 GIZML_HD float bf16ToFloat(std::uint16_t h) { return fromBits(static_cast<std::uint32_t>(h) << 16); }
+/// Two F32 values as one 32-bit word of BF16 halves (lo in the low 16 bits: first in memory).
+GIZML_HD std::uint32_t packBF16(float lo, float hi) {
+  return static_cast<std::uint32_t>(floatToBF16(lo)) | (static_cast<std::uint32_t>(floatToBF16(hi)) << 16);
+}
 /// x rounded to the nearest BF16 value, kept as F32.
 GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
 /// The same on a lane type (a float, or the host's 16 lanes): floatToBF16's bits, widened back,

@@ -82,11 +82,6 @@ __device__ __forceinline__ void loadTile(std::uint16_t* tile, const std::uint16_
   }
 }
 
-/// Two F32 values as one register of BF16 halves (element 0 in the low 16 bits).
-__device__ __forceinline__ std::uint32_t packBF16(float lo, float hi) {
-  return static_cast<std::uint32_t>(exact::floatToBF16(lo)) | (static_cast<std::uint32_t>(exact::floatToBF16(hi)) << 16);
-}
-
 /// What a Neighborhood block shares: its box of keys (tileBox), computed once by thread 0.
 struct SharedBox {
   Box3 box;
@@ -267,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1) flashKernel(const FlashParams a) 
 #pragma unroll
         for (int reg = 0; reg < 4; ++reg) {
           const mma::TileAccumulator lo = mma::accumulatorOfA16x16(reg, 0), hi = mma::accumulatorOfA16x16(reg, 1);
-          pFrag[reg] = packBF16(s[2 * kk + lo.tile][lo.i], s[2 * kk + hi.tile][hi.i]);
+          pFrag[reg] = exact::packBF16(s[2 * kk + lo.tile][lo.i], s[2 * kk + hi.tile][hi.i]);
         }
 #pragma unroll
         for (int nb = 0; nb < D / 16; ++nb) {

@@ -270,10 +270,7 @@ __global__ void kernel(const Args q) {
       if (p >= pieces) continue;
       const float4 y{value(v[k].x), value(v[k].y), value(v[k].z), value(v[k].w)};
       if (a.yBF16) {
-        const auto pair = [](float lo, float hi) {
-          return static_cast<unsigned>(exact::floatToBF16(lo)) | (static_cast<unsigned>(exact::floatToBF16(hi)) << 16);
-        };
-        storePiece(a.yBF16 + at0 + 4 * p, uint2{pair(y.x, y.y), pair(y.z, y.w)});
+        storePiece(a.yBF16 + at0 + 4 * p, uint2{exact::packBF16(y.x, y.y), exact::packBF16(y.z, y.w)});
       } else {
         storePiece(a.y + at0 + 4 * p, y);
       }
