@@ -40,6 +40,19 @@ void BM_LayerNorm(benchmark::State& state) {
   setBytes(state, 2.0 * rows * n * 4);  // x in, y out
 }
 
+void BM_RmsNorm(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  const Device d = gizml::bench::benchDevice();
+  Tensor x = Tensor::normal(Key{2, 2}, {rows, n}, d), w = Tensor::normal(Key{3, 3}, {n}, d);
+  gizml::bench::IterationEnd end(state, d);
+  for (auto _ : state) {
+    auto out = netops::rmsNorm(x, w, 1e-6);
+    end();
+    benchmark::DoNotOptimize(out.y.raw());
+  }
+  setBytes(state, 2.0 * rows * n * 4);  // x in, y out
+}
+
 void BM_LayerNormGrad(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
   const Device d = gizml::bench::benchDevice();
@@ -131,6 +144,7 @@ void BM_ExpPass(benchmark::State& state) {
 
 GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_LayerNorm)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_RmsNorm)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_LayerNormGrad)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Dropout)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({2048, 32000})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -5,9 +5,10 @@
 # read 201 MB for its 100 MB x (a row's second read missed L2); fewer rows at once keep the row in
 # L2 or L1 but leave fewer reads in flight. And a second answer to the same question: a block a
 # row (GIZML_CUDA_ROW_BLOCKS=1, core/cuda_row_blocks.cuh: modulatedNorm, gatedNormAdd,
-# rowNormRope, int8Rows and modulatedInt8Rows), which stages a row in shared memory or keeps its
-# blocks in registers, so that nothing is read twice (the same switch gives pixelNorm a block a
-# tile of pixels, and groupNorm's second pass a block a chunk with 16-byte loads).
+# rowNormRope, layerNorm, rmsNorm, int8Rows and modulatedInt8Rows), which stages a row in shared
+# memory or keeps its blocks in registers, so that nothing is read twice (the same switch gives
+# pixelNorm a block a tile of pixels, and groupNorm's second pass a block a chunk with 16-byte
+# loads).
 # For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a row and
 # GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at most N
 # of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and their
@@ -23,9 +24,9 @@ BENCH="$BUILD/bench/gizml_bench"
 LOG="${OUT:-$BUILD}/rows-sweep.log"
 export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The row ops, pixelNorm and groupNorm (whose second pass is a row kernel; its first is not).
-# pixelNorm's kernel does not read GIZML_CUDA_ROWS_PER_SM, and layerNorm, crossEntropyRows and
+# pixelNorm's kernel does not read GIZML_CUDA_ROWS_PER_SM, and layerNormGrad, crossEntropyRows and
 # hadamardRows have no block a row: their shares moving between such runs are the noise.
-FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
+FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
 for run in ${ROWS_SWEEP:-0 b0 8 16 32 64}; do

@@ -1,6 +1,6 @@
 // The row ops' cases (SPEC §3 "Affine and norms", "Losses and argmax"): widths around the 16
 // lanes and their multiples, a long odd row, more rows than one GPU block (8 rows of 16 lanes),
-// NaN / ±inf / -0 in the data.
+// many rows of whole 16-byte chunks (a GPU's block a row stages them), NaN / ±inf / -0 in the data.
 #include "reference/rows_reference.hpp"
 #include "registry/registry.hpp"
 #include "support/inputs.hpp"
@@ -21,7 +21,8 @@ struct RowsShape {
   std::string name() const { return dims({rows, n}); }
 };
 const RowsShape kShapes[] = {{1, 1},   {3, 2},   {2, 15},   {3, 16},   {4, 17},   {2, 31},   {3, 255},
-                             {2, 256}, {5, 257}, {7, 1000}, {2, 4097}, {37, 257}, {300, 17}, {64, 1027, true}};
+                             {2, 256}, {5, 257}, {7, 1000}, {2, 4097}, {37, 257}, {300, 17}, {64, 1027, true},
+                             {40, 64}};
 
 /// Random values with NaN, +inf, -inf and -0 planted (support/inputs.hpp).
 Tensor specialRows(Key key, const RowsShape& s) { return host(withSpecials(key, s.rows * s.n), {s.rows, s.n}); }

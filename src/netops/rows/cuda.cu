@@ -1,8 +1,11 @@
 // The row ops on a CUDA GPU: each row a half-warp running the row function of rows.hpp (the same
-// source as the host's, so the same order and the same bits), through the one launch path.
+// source as the host's, so the same order and the same bits), through the one launch path; with
+// GIZML_CUDA_ROW_BLOCKS=1 layerNorm and rmsNorm a block a row, x's row staged in shared memory
+// (core/cuda_row_blocks.cuh: read once, not twice).
 #include <cuda_runtime.h>
 
 #include "core/cuda_launch.cuh"
+#include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
 #include "exact/philox.hpp"
 #include "netops/rows/rows.hpp"
@@ -33,9 +36,9 @@ __global__ void dropoutKernel(const Dropout::Args a) {
 
 }  // namespace
 
-void LayerNorm::cuda(const Gpu& g, const Args& a) { detail::launchRows<LayerNorm>(g, a); }
+void LayerNorm::cuda(const Gpu& g, const Args& a) { detail::launchRowsStaged<LayerNorm>(g, a, a.n); }
 
-void RmsNorm::cuda(const Gpu& g, const Args& a) { detail::launchRows<RmsNorm>(g, a); }
+void RmsNorm::cuda(const Gpu& g, const Args& a) { detail::launchRowsStaged<RmsNorm>(g, a, a.n); }
 
 void CrossEntropy::cuda(const Gpu& g, const Args& a) { detail::launchRows<CrossEntropy>(g, a); }
 

@@ -61,18 +61,35 @@ struct LayerNorm {
     std::int64_t rows, n;
     float *y, *mean, *rstd;
   };
+  /// Row r: its statistics (statsOf, which also writes mean[r] and rstd[r]), then its values a
+  /// step at a time (values; forEachWide, each element alone, so on a GPU 4 steps' loads are in
+  /// flight). A GPU's block a row (core/cuda_row_blocks.cuh) runs the same two with x's row copied
+  /// to shared memory (stagedRow, handed to statsOf).
+  struct RowAt {
+    const float* x;
+    float* y;
+    exact::MeanRstd s;
+  };
+  using Staged = float;
+  GIZML_HD static const float* stagedRow(const Args& a, std::int64_t r) { return a.x + r * a.n; }
+  GIZML_HD static std::int64_t valueSteps(const Args& a) { return a.n; }  // one an element
   template <class Row>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const float* x = a.x + r * a.n;
-    float* y = a.y + r * a.n;
+  GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const float* x) {
     const exact::MeanRstd s = exact::layerNormStats(row, x, a.eps);
-    row.forEach([&](const auto& at) {
-      at.stream(y, layerNormValue(at.load(x), s.mean, s.rstd, at.load(a.w), at.load(a.b)));
-    });
     if (row.leader()) {
       a.mean[r] = s.mean;
       a.rstd[r] = s.rstd;
     }
+    return {x, a.y + r * a.n, s};
+  }
+  template <class At>
+  GIZML_HD static void values(const At& at, const Args& a, const RowAt& v) {
+    at.stream(v.y, layerNormValue(at.load(v.x), v.s.mean, v.s.rstd, at.load(a.w), at.load(a.b)));
+  }
+  template <class Row>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    const RowAt v = statsOf(row, a, r, stagedRow(a, r));
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
@@ -121,13 +138,30 @@ struct RmsNorm {
     std::int64_t rows, n;
     float *y, *rstd;
   };
+  /// Row r: its scale (statsOf, which also writes rstd[r]), then its values a step at a time; a
+  /// GPU's block a row stages x's row as LayerNorm's.
+  struct RowAt {
+    const float* x;
+    float* y;
+    float scale;
+  };
+  using Staged = float;
+  GIZML_HD static const float* stagedRow(const Args& a, std::int64_t r) { return a.x + r * a.n; }
+  GIZML_HD static std::int64_t valueSteps(const Args& a) { return a.n; }
+  template <class Row>
+  GIZML_HD static RowAt statsOf(const Row& row, const Args& a, std::int64_t r, const float* x) {
+    const float scale = exact::rmsScale(row, x, a.eps);
+    if (row.leader()) a.rstd[r] = scale;
+    return {x, a.y + r * a.n, scale};
+  }
+  template <class At>
+  GIZML_HD static void values(const At& at, const Args& a, const RowAt& v) {
+    at.stream(v.y, rmsNormValue(at.load(v.x), v.scale, at.load(a.w)));
+  }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const float* x = a.x + r * a.n;
-    float* y = a.y + r * a.n;
-    const float scale = exact::rmsScale(row, x, a.eps);
-    row.forEach([&](const auto& at) { at.stream(y, rmsNormValue(at.load(x), scale, at.load(a.w))); });
-    if (row.leader()) a.rstd[r] = scale;
+    const RowAt v = statsOf(row, a, r, stagedRow(a, r));
+    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
