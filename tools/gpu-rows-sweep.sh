@@ -7,8 +7,8 @@
 # row (GIZML_CUDA_ROW_BLOCKS=1, core/cuda_row_blocks.cuh: modulatedNorm, gatedNormAdd,
 # rowNormRope, layerNorm, rmsNorm, int8Rows and modulatedInt8Rows), which stages a row in shared
 # memory or keeps its blocks in registers, so that nothing is read twice (the same switch gives
-# pixelNorm a block a tile of pixels, and groupNorm's second pass a block a chunk with 16-byte
-# loads).
+# pixelNorm a block a tile of pixels, groupNorm's second pass a block a chunk with 16-byte loads
+# and its first pass a deeper ring).
 # For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a row and
 # GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at most N
 # of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and their

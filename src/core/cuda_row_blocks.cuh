@@ -24,8 +24,8 @@
 namespace gizml::detail {
 
 /// Whether the row ops that can take a block a row do (GIZML_CUDA_ROW_BLOCKS=1; unset or 0: a
-/// half-warp a row, as before); pixelNorm a block a tile of pixels and groupNorm's second pass a
-/// block a chunk too (norms/cuda.cu). Read once a process (cuda.cu).
+/// half-warp a row, as before); pixelNorm a block a tile of pixels, groupNorm's first pass a deeper
+/// ring and its second pass a block a chunk too (norms/cuda.cu). Read once a process (cuda.cu).
 bool rowBlocksWanted();
 
 /// A staged row's most bytes (its block holds two: 96 KiB, allowShared).

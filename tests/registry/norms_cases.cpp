@@ -145,13 +145,14 @@ struct GroupShape {
 };
 // Groups of one value, L < 16 (empty slices), L = 16 k, odd L, rank 1 (S = 1), many groups,
 // channels longer than a GPU's chunk of a channel (4096: two and three chunks, the last one short),
-// and slices that a GPU streams through its ring of 6 stages of 1024 values (norms/cuda.cu: slices
-// of whole 16-byte chunks): one stage ([128, 32, 32]), 8 stages, the last slice's last one short
-// ([2, 131060] in 2 groups: slices of 8192, the last 8180; the first group finite, see below).
+// and slices that a GPU streams through its ring of 6 (or 12) stages of 1024 values (norms/cuda.cu:
+// slices of whole 16-byte chunks): one stage ([128, 32, 32]), 16 stages, round either ring, the
+// last slice's last one short ([2, 262132] in 2 groups: slices of 16384, the last 16372; the first
+// group finite, see below).
 const GroupShape kGroupShapes[] = {{{1}, 1},          {{2, 3}, 1},         {{4, 5}, 2},       {{6, 2, 3}, 3},
                                    {{16, 1}, 4},      {{32, 17}, 32},      {{8, 4, 4}, 4},    {{12}, 3},
                                    {{64, 9, 9}, 32},  {{32, 33, 17}, 8},   {{128, 32, 32}, 32, true},
-                                   {{4, 5000}, 2},    {{2, 9000}, 2},      {{2, 131060}, 2}};
+                                   {{4, 5000}, 2},    {{2, 9000}, 2},      {{2, 262132}, 2}};
 
 /// groupNorm of x (NaN / ±inf / -0 planted in the last group only, so the other groups stay
 /// finite); a group is an item (the run takes the groups from x's channels).

@@ -18,25 +18,44 @@ namespace {
 
 /// groupNorm's first pass, streamed: a half-warp a slice, as GroupNormSlices::row (lane l's two
 /// chains over elements l, l + 16, ... in order, then the tree), but the slice's values come
-/// through a ring of kStages stages of shared memory, filled by cp.async kStages - 1 stages
-/// ahead. A video VAE's groups give few slices (512 for one image: 32 groups of 16), each long
-/// (3072 values a lane); a lane's plain loads keep a few of them in flight, far too few for a
-/// GPU's memory, where the ring keeps ~20 KiB of each slice in flight.
+/// through a ring of Stages stages of shared memory, filled by cp.async Stages - 1 stages ahead.
+/// A video VAE's groups give few slices (512 for one image: 32 groups of 16), each long (3072
+/// values a lane), so a GPU holds at most a few warps of them a multiprocessor; a lane's plain
+/// loads would keep far too few bytes in flight for its memory, where the ring keeps
+/// (Stages - 1) 4 KiB of each slice in flight. A lane reads Ahead of its values from the stage
+/// before it runs their steps (in order), so that its shared-memory loads overlap.
 namespace slices {
 constexpr int kStageValues = 1024;  // 4 KiB
-constexpr int kStages = 6;
-constexpr int kSlicesPerBlock = 2;  // a warp: 2 x 6 x 4 KiB = 48 KiB of static shared memory
+constexpr int kSlicesPerBlock = 2;  // a warp
+
+/// The ring's depth and a lane's loads ahead: as measured on an H200 (6 stages, 48 KiB a block,
+/// 4 loads ahead), or where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured) 12 stages (96 KiB a
+/// block: 44 KiB of each slice in flight) and 16 loads ahead.
+struct Shallow {
+  static constexpr int kStages = 6, kAhead = 4;
+};
+struct Deep {
+  static constexpr int kStages = 12, kAhead = 16;
+};
+
+template <class Depth>
+constexpr std::size_t sharedBytes() {
+  return sizeof(float) * kSlicesPerBlock * Depth::kStages * kStageValues;
+}
 
 /// Whether every slice starts on 16 bytes and is whole 16-byte chunks (cp.async's unit).
 bool streamable(const GroupNormSlices::Args& a) {
   return reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.n % 4 == 0 && a.groupLength % 4 == 0;
 }
 
+/// Dynamic shared memory: sharedBytes<Depth>(), a ring a half-warp.
+template <class Depth>
 __global__ void streamedKernel(const GroupNormSlices::Args a) {
-  __shared__ __align__(16) float ring[kSlicesPerBlock][kStages * kStageValues];
+  constexpr int kStages = Depth::kStages, kAhead = Depth::kAhead;
+  GIZML_DYNAMIC_SHARED(float, ring);
   const int lane = static_cast<int>(threadIdx.x % 16), half = static_cast<int>(threadIdx.x / 16);
   const exact::WarpRow row{a.n, lane, 0xffffu << (threadIdx.x & 16u)};
-  float* stages = ring[half];
+  float* stages = ring + half * kStages * kStageValues;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kSlicesPerBlock;
   // Both half-warps of a warp leave together only if they run the same count of slices: the
   // loop runs to the first slice index past the end for both, and a half-warp past the end
@@ -69,8 +88,13 @@ __global__ void streamedKernel(const GroupNormSlices::Args a) {
       __syncwarp(row.mask);                   // and every lane's
       const float* slot = stages + (t % kStages) * kStageValues;
       const std::int64_t values = valuesOf(t);
-      GIZML_UNROLL(4)
-      for (std::int64_t j = lane; j < values; j += 16) GroupNormSlices::step(slot[j], sum, squares);
+      std::int64_t j = lane;
+      for (; j + 16 * (kAhead - 1) < values; j += 16 * kAhead) {  // kAhead loads, then their steps
+        float v[kAhead];
+        for (int k = 0; k < kAhead; ++k) v[k] = slot[j + 16 * k];
+        for (int k = 0; k < kAhead; ++k) GroupNormSlices::step(v[k], sum, squares);
+      }
+      for (; j < values; j += 16) GroupNormSlices::step(slot[j], sum, squares);
       __syncwarp(row.mask);  // every lane is done with the slot before the next issue refills it
     }
     exact::mma::waitCopies<0>();  // (only empty groups are left)
@@ -81,6 +105,14 @@ __global__ void streamedKernel(const GroupNormSlices::Args a) {
       a.partial[2 * s + 1] = squares;
     }
   }
+}
+
+template <class Depth>
+void launch(const Gpu& g, const GroupNormSlices::Args& a) {
+  const std::int64_t blocks = (a.rows + kSlicesPerBlock - 1) / kSlicesPerBlock;
+  detail::allowShared(g, GroupNormSlices::kName, streamedKernel<Depth>, sharedBytes<Depth>());
+  detail::launch(g, GroupNormSlices::kName, streamedKernel<Depth>,
+                 detail::Grid{detail::stridingBlocks(blocks), 16 * kSlicesPerBlock}, a, sharedBytes<Depth>());
 }
 }  // namespace slices
 
@@ -198,9 +230,8 @@ struct GroupNormChunks {
 void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
   if (a.rows == 0) return;
   if (!slices::streamable(a)) return detail::launchRows<GroupNormSlices>(g, a);
-  const std::int64_t blocks = (a.rows + slices::kSlicesPerBlock - 1) / slices::kSlicesPerBlock;
-  detail::launch(g, kName, slices::streamedKernel,
-                 detail::Grid{detail::stridingBlocks(blocks), 16 * slices::kSlicesPerBlock}, a);
+  if (detail::rowBlocksWanted()) return slices::launch<slices::Deep>(g, a);
+  slices::launch<slices::Shallow>(g, a);
 }
 
 namespace {
