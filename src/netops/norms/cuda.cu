@@ -230,7 +230,9 @@ struct GroupNormChunks {
 void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
   if (a.rows == 0) return;
   if (!slices::streamable(a)) return detail::launchRows<GroupNormSlices>(g, a);
-  if (detail::rowBlocksWanted()) return slices::launch<slices::Deep>(g, a);
+  // The deeper ring only where a slice outlasts the shallow one (it costs a block 96 KiB).
+  if (detail::rowBlocksWanted() && a.n > slices::Shallow::kStages * slices::kStageValues)
+    return slices::launch<slices::Deep>(g, a);
   slices::launch<slices::Shallow>(g, a);
 }
 
