@@ -241,7 +241,7 @@ namespace {
 /// row of core/cuda_row_blocks.cuh): a block a chunk of kChunk values of a channel, each thread
 /// kSteps 16-byte pieces of it (4 values a load: 64 bytes in flight a thread, against 16 for a
 /// half-warp lane's 4 steps), loaded before its group's statistics are found (by thread 0, the
-/// loads in flight meanwhile). groupNormValue on each value: the same bits.
+/// loads in flight meanwhile). groupNormValue on each value: the same bits, in any order of chunks.
 namespace quads {
 constexpr unsigned kThreads = 256;
 constexpr int kSteps = 4;
@@ -286,7 +286,10 @@ __global__ void kernel(const Args q) {
   const GroupNorm::Args& a = q.channels;
   __shared__ exact::MeanRstd shared;
   for (std::int64_t c = blockIdx.x; c < a.rows * q.chunks; c += gridDim.x) {
-    const std::int64_t ch = c / q.chunks, start = (c % q.chunks) * kChunk, rest = a.n - start;
+    // Every channel's last chunk first, then every channel's one before it, and so on: the first
+    // pass streams all slices at once, so what the L2 still holds of x after it is the end of each
+    // slice (a channel, for a VAE's 16 channels a group of 16 slices); these blocks read it first.
+    const std::int64_t ch = c % a.rows, start = (q.chunks - 1 - c / a.rows) * kChunk, rest = a.n - start;
     const std::int64_t pieces = (rest < kChunk ? rest : kChunk) / 4, at0 = ch * a.n + start;
     float4 v[kSteps];
     for (int k = 0; k < kSteps; ++k) {
