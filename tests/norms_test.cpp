@@ -278,6 +278,24 @@ TEST(ModulatedNormCuda, BadMapSetsTheDeviceErrorFlag) {
   EXPECT_NO_THROW(netops::modulatedNorm(x, w, shift, scale, host({0, 1, 1}, {3}).to(gpu), 1e-6, false).toFloats());
 }
 
+// Rows of 32 and 48 KiB, whose two staged copies (GIZML_CUDA_ROW_BLOCKS=1: RowBlocksCuda_norms_test)
+// are more shared memory than a block may take without asking, in an order that asks for more,
+// then for less than already allowed (core/cuda.cu keeps what CUDA allowed); rows of 64 KiB are a
+// half-warp's. The GPU's values are the host's rounded to BF16 (SPEC).
+TEST(ModulatedNormCuda, WideRowsAskForTheirSharedMemory) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  for (std::int64_t n : {8192, 12288, 8192, 16384}) {
+    SCOPED_TRACE("width " + std::to_string(n));
+    const std::uint32_t seed = static_cast<std::uint32_t>(n);
+    Tensor x = host(randomFloats(Key{120, seed}, 3 * n), {3, n}), w = host(randomFloats(Key{121, seed}, n), {n});
+    Tensor shift = host(randomFloats(Key{122, seed}, 2 * n), {2, n}), scale = host(randomFloats(Key{123, seed}, 2 * n), {2, n});
+    Tensor map = host({1, 0, 1}, {3});
+    const Tensor onGpu = netops::modulatedNorm(x.to(gpu), w.to(gpu), shift.to(gpu), scale.to(gpu), map.to(gpu), 1e-6, true);
+    EXPECT_TRUE(sameBits(onGpu.toFloats(), netops::modulatedNorm(x, w, shift, scale, map, 1e-6, true).to(DType::BF16).toFloats()));
+  }
+}
+
 TEST(NormsCuda, MixedDevicesAreAnError) {
   GIZML_NEED_GPU();
   const Device gpu = Device::cuda(0);

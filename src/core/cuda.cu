@@ -5,8 +5,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "core/backend.hpp"
 #include "core/cuda_launch.cuh"
@@ -122,6 +126,54 @@ unsigned multiprocessors(int device) {
     sms[device] = count > 0 ? static_cast<unsigned>(count) : 0;
   });
   return sms[device];
+}
+
+namespace {
+/// What CUDA said of a kernel on a device: its occupancy at a launch shape, its shared-memory leave.
+struct KernelFacts {
+  std::mutex lock;
+  std::map<std::tuple<int, const void*, unsigned, std::size_t>, int> resident;
+  std::map<std::pair<int, const void*>, std::size_t> sharedAllowed;
+};
+KernelFacts& kernelFacts() {
+  static KernelFacts facts;
+  return facts;
+}
+}  // namespace
+
+int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, std::size_t sharedBytes) {
+  KernelFacts& f = kernelFacts();
+  const auto key = std::make_tuple(device, kernel, threads, sharedBytes);
+  {
+    std::lock_guard<std::mutex> g(f.lock);
+    if (const auto it = f.resident.find(key); it != f.resident.end()) return it->second;
+  }
+  int perSm = 0;
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, static_cast<int>(threads), sharedBytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;  // not kept: asked again at the next launch
+  }
+  std::lock_guard<std::mutex> g(f.lock);
+  f.resident[key] = perSm;
+  return perSm;
+}
+
+void allowSharedOnce(int device, const char* function, const void* kernel, std::size_t bytes) {
+  KernelFacts& f = kernelFacts();
+  const auto key = std::make_pair(device, kernel);
+  {
+    std::lock_guard<std::mutex> g(f.lock);
+    if (const auto it = f.sharedAllowed.find(key); it != f.sharedAllowed.end() && it->second >= bytes) return;
+  }
+  useDevice(device, function);
+  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
+  std::lock_guard<std::mutex> g(f.lock);
+  std::size_t& allowed = f.sharedAllowed[key];
+  if (allowed < bytes) allowed = bytes;
+  // A kernel's occupancy was asked at shapes that its new leave may change: ask again.
+  for (auto it = f.resident.begin(); it != f.resident.end();)
+    it = std::get<0>(it->first) == device && std::get<1>(it->first) == kernel ? f.resident.erase(it) : std::next(it);
 }
 
 bool rowBlocksWanted() {

@@ -47,6 +47,12 @@ inline Grid rowBlocksGrid(const Gpu& g, std::int64_t items, unsigned threads) {
   return Grid{static_cast<unsigned>(items < cap ? items : cap), threads};
 }
 
+/// The blocks of `kernel` that a multiprocessor of `device` holds at once with `threads` threads
+/// and `sharedBytes` of dynamic shared memory (0 where CUDA cannot say; allowShared first where
+/// that is over 48 KiB). CUDA is asked once for each (device, kernel, threads, bytes), not at every
+/// launch: a launch of a few rows is a few microseconds (cuda.cu).
+int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, std::size_t sharedBytes);
+
 /// rowBlocksGrid for a kernel whose blocks stride over their items and copy the next one while
 /// working on this one (forStaged): at most as many blocks as `device` holds at once (its
 /// multiprocessors times the kernel's occupancy at `threads` and `sharedBytes`; allowShared
@@ -54,11 +60,7 @@ inline Grid rowBlocksGrid(const Gpu& g, std::int64_t items, unsigned threads) {
 template <class Kernel>
 Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned threads, std::size_t sharedBytes) {
   Grid grid = rowBlocksGrid(g, items, threads);
-  int perSm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, static_cast<int>(threads), sharedBytes) != cudaSuccess) {
-    cudaGetLastError();
-    perSm = 0;
-  }
+  const int perSm = residentPerMultiprocessor(g.device.index, reinterpret_cast<const void*>(kernel), threads, sharedBytes);
   const std::int64_t resident = static_cast<std::int64_t>(multiprocessors(g.device.index)) * perSm;
   if (resident > 0 && resident < grid.blocks) grid.blocks = static_cast<unsigned>(resident);
   return grid;
@@ -164,13 +166,14 @@ std::size_t stagedSharedBytes(std::int64_t n) {
   return 2 * static_cast<std::size_t>(n) * sizeof(T);
 }
 
-/// Lets `kernel` take `bytes` of dynamic shared memory a block where that is over the 48 KiB it may
-/// take without asking.
+/// Lets `kernel` take `bytes` of dynamic shared memory a block on `device` where that is over the
+/// 48 KiB it may take without asking; asks CUDA only where the kernel has not been allowed as many
+/// bytes there before (cuda.cu).
+void allowSharedOnce(int device, const char* function, const void* kernel, std::size_t bytes);
+
 template <class Kernel>
 void allowShared(const Gpu& g, const char* function, Kernel* kernel, std::size_t bytes) {
-  if (bytes <= 48 * 1024) return;
-  useDevice(g.device.index, function);
-  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
+  if (bytes > 48 * 1024) allowSharedOnce(g.device.index, function, reinterpret_cast<const void*>(kernel), bytes);
 }
 
 /// The threads of a block a row for the staged row ops: 4 warps (at two rows of 12 KiB, a [., 3072]
