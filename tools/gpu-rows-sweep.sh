@@ -12,9 +12,9 @@
 # For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a row and
 # GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at most N
 # of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and their
-# shares of the copy in the same run; then a table of each benchmark's share in each run. Output:
-# $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout. Plain bash, as
-# gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
+# shares of the copy in the same run; then a table of each benchmark's share in each run and its
+# best run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
+# Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
 #   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,11 +43,22 @@ for run in ${ROWS_SWEEP:-0 b0 8 16 32 64}; do
   # The shares: the lines after the bench's "as a share of the copy" heading, in this run's part.
   awk -v n="$head" '$0 == n {on = 1; next} /^== / {on = 0} on && /share of the copy/ {s = 1} on && s && /%/' "$LOG"
 done
-# One line a benchmark, its share in each run side by side (the runs in ROWS_SWEEP's order).
-echo "== shares of the copy, a column a run: ${ROWS_SWEEP:-0 b0 8 16 32 64}" | tee -a "$LOG"
-awk '/^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
+# One line a benchmark, its share in each run side by side (the runs in ROWS_SWEEP's order), and
+# the run that gave it the largest share.
+runs="${ROWS_SWEEP:-0 b0 8 16 32 64}"
+echo "== shares of the copy, a column a run: $runs; then the best run" | tee -a "$LOG"
+awk -v runs="$runs" '/^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
      /share of the copy/ {s = 1; next}
      s && /%  of / {name = $1; sub(/\/real_time.*/, "", name); v[name, run] = $2; if (!(name in seen)) {seen[name] = 1; order[++count] = name}}
-     END {for (i = 1; i <= count; i++) {line = sprintf("  %-44s", order[i]); for (r = 1; r <= run; r++) line = line sprintf(" %7s", ((order[i], r) in v) ? v[order[i], r] : "-"); print line}}' "$LOG" | tee -a "$LOG.table"
+     END {split(runs, label, " ")
+          for (i = 1; i <= count; i++) {
+            line = sprintf("  %-44s", order[i]); best = "-"; top = -1
+            for (r = 1; r <= run; r++) {
+              has = (order[i], r) in v
+              line = line sprintf(" %7s", has ? v[order[i], r] : "-")
+              if (has && v[order[i], r] + 0 > top) {top = v[order[i], r] + 0; best = label[r]}
+            }
+            print line "   " best
+          }}' "$LOG" | tee -a "$LOG.table"
 cat "$LOG.table" >> "$LOG" && rm -f "$LOG.table"
 exit $status
