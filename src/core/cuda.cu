@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -152,10 +151,14 @@ int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, 
   if (cudaSetDevice(device) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, static_cast<int>(threads), sharedBytes) != cudaSuccess) {
     cudaGetLastError();
-    return 0;  // not kept: asked again at the next launch
+    return 0;
   }
-  std::lock_guard<std::mutex> g(f.lock);
-  f.resident[key] = perSm;
+  // A 0 (or an error) is not kept: a kernel not yet allowed its shared memory is asked again once
+  // it is (allowSharedOnce), so a larger leave needs nothing kept to be forgotten.
+  if (perSm > 0) {
+    std::lock_guard<std::mutex> g(f.lock);
+    f.resident[key] = perSm;
+  }
   return perSm;
 }
 
@@ -171,9 +174,6 @@ void allowSharedOnce(int device, const char* function, const void* kernel, std::
   std::lock_guard<std::mutex> g(f.lock);
   std::size_t& allowed = f.sharedAllowed[key];
   if (allowed < bytes) allowed = bytes;
-  // A kernel's occupancy was asked at shapes that its new leave may change: ask again.
-  for (auto it = f.resident.begin(); it != f.resident.end();)
-    it = std::get<0>(it->first) == device && std::get<1>(it->first) == kernel ? f.resident.erase(it) : std::next(it);
 }
 
 bool rowBlocksWanted() {
