@@ -8,10 +8,13 @@
 # rowNormRope, layerNorm, rmsNorm, int8Rows and modulatedInt8Rows), which stages a row in shared
 # memory or keeps its blocks in registers, so that nothing is read twice (the same switch gives
 # pixelNorm a block a tile of pixels, groupNorm's second pass a block a chunk with 16-byte loads
-# and its first pass a deeper ring).
-# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64"; N: a half-warp a row and
+# and its first pass a deeper ring). And groupNorm in one launch, its first pass L groups ahead of
+# its second (GIZML_CUDA_GROUP_NORM_AHEAD=L, norms/cuda.cu "ahead"), so that the second reads x
+# from the L2; BM_GroupNormPass says what each pass of the two launches reaches alone.
+# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64 g2 g4 g8 g16"; N: a half-warp a row and
 # GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at most N
-# of them a multiprocessor, b0 no such limit), gizml_bench's row benchmarks on GPU 0 and their
+# of them a multiprocessor, b0 no such limit; gL: groupNorm in one launch, L groups ahead, only
+# the copy and groupNorm's benchmarks), gizml_bench's row benchmarks on GPU 0 and their
 # shares of the copy in the same run; then a table of each benchmark's share in each run and its
 # best run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
 # Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
@@ -29,14 +32,18 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-for run in ${ROWS_SWEEP:-0 b0 8 16 32 64}; do
-  n="${run#b}" blocks=0
+runs="${ROWS_SWEEP:-0 b0 8 16 32 64 g2 g4 g8 g16}"
+for run in $runs; do
+  n="${run#b}" blocks=0 ahead=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
-  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n"
+  if [ "${run#g}" != "$run" ]; then
+    n=0 ahead="${run#g}" filter='BM_Copy/8192/3072|BM_GroupNorm'
+  fi
+  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead"
   echo "$head" | tee -a "$LOG"
   if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-    timeout "${ROWS_SWEEP_LIMIT:-60}" "$BENCH" \
-    --benchmark_filter="$FILTER" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
+    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" timeout "${ROWS_SWEEP_LIMIT:-60}" "$BENCH" \
+    --benchmark_filter="$filter" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
     echo "gpu-rows-sweep: the run $run failed or timed out (see $LOG)" | tee -a "$LOG"
     status=1
   fi
@@ -45,7 +52,6 @@ for run in ${ROWS_SWEEP:-0 b0 8 16 32 64}; do
 done
 # One line a benchmark, its share in each run side by side (the runs in ROWS_SWEEP's order), and
 # the run that gave it the largest share.
-runs="${ROWS_SWEEP:-0 b0 8 16 32 64}"
 echo "== shares of the copy, a column a run: $runs; then the best run" | tee -a "$LOG"
 awk -v runs="$runs" '/^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
      /share of the copy/ {s = 1; next}

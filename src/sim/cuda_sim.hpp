@@ -64,6 +64,8 @@ bool warpAny(unsigned mask, bool predicate);
 /// __syncwarp: every lane in `mask` waits until all have come.
 void syncWarp(unsigned mask);
 [[noreturn]] void trap();
+/// __nanosleep: the calling thread's turn ends without its moving past a wait (no progress).
+void pause();
 
 // The warp-wide instructions of exact/mma_ptx.cuh (sim.cpp).
 void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes);
@@ -124,3 +126,18 @@ inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned desired) {
   if (old == expected) *p = desired;
   return old;
 }
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  const unsigned long long old = *p;
+  *p = old + v;
+  return old;
+}
+/// Memory is one (the host's), its order the program's: nothing to fence.
+inline void __threadfence() {}
+/// A load past the L1 (ld.global.cg): a plain load of the one memory.
+template <class T>
+T __ldcg(const T* p) {
+  return *p;
+}
+/// A spin-wait's pause: the thread's turn ends (sim::pause), so that the threads it waits for run;
+/// where every thread of the block only pauses, nothing can change and the launch fails as a deadlock.
+inline void __nanosleep(unsigned) { ::gizml::sim::pause(); }

@@ -364,6 +364,12 @@ void syncWarp(unsigned mask) {
 
 void trap() { failHere("__trap()"); }
 
+void pause() {
+  tFiber->waitingAt = "__nanosleep (a spin-wait)";
+  yieldToScheduler();
+  tFiber->waitingAt = nullptr;
+}
+
 void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes) {
   if (srcBytes > bytes || bytes > 16) failHere("cp.async: a source size past the copy's");
   if (reinterpret_cast<std::uintptr_t>(dst) % bytes || (srcBytes && reinterpret_cast<std::uintptr_t>(src) % bytes))
@@ -726,5 +732,6 @@ cudaError_t cudaMemset(void* p, int value, std::size_t bytes) {
   if (bytes) std::memset(p, value, bytes);
   return cudaSuccess;
 }
+cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t) { return cudaMemset(p, value, bytes); }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

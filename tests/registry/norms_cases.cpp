@@ -148,11 +148,14 @@ struct GroupShape {
 // and slices that a GPU streams through its ring of 6 (or 12) stages of 1024 values (norms/cuda.cu:
 // slices of whole 16-byte chunks): one stage ([128, 32, 32]), 16 stages, round either ring, the
 // last slice's last one short ([2, 262132] in 2 groups: slices of 16384, the last 16372; the first
-// group finite, see below).
+// group finite, see below). The last two, with [128, 32, 32] and [2, 262132], are shapes that the one
+// launch of GIZML_CUDA_GROUP_NORM_AHEAD takes (whole 16-byte pieces): 16 groups of 4 channels (its
+// slices waiting for the chunks of an earlier group), and channels of 3 of its chunks, the last short.
 const GroupShape kGroupShapes[] = {{{1}, 1},          {{2, 3}, 1},         {{4, 5}, 2},       {{6, 2, 3}, 3},
                                    {{16, 1}, 4},      {{32, 17}, 32},      {{8, 4, 4}, 4},    {{12}, 3},
                                    {{64, 9, 9}, 32},  {{32, 33, 17}, 8},   {{128, 32, 32}, 32, true},
-                                   {{4, 5000}, 2},    {{2, 9000}, 2},      {{2, 262132}, 2}};
+                                   {{4, 5000}, 2},    {{2, 9000}, 2},      {{2, 262132}, 2},  {{64, 16, 16}, 16},
+                                   {{8, 9280}, 4}};
 
 /// groupNorm of x (NaN / ±inf / -0 planted in the last group only, so the other groups stay
 /// finite); a group is an item (the run takes the groups from x's channels).

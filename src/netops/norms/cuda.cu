@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cuda_launch.cuh"
 #include "core/cuda_row_blocks.cuh"
@@ -48,63 +50,75 @@ bool streamable(const GroupNormSlices::Args& a) {
   return reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0 && a.n % 4 == 0 && a.groupLength % 4 == 0;
 }
 
+/// Slice s through a half-warp's ring `stages` (Depth::kStages stages of shared memory): its two
+/// sums, stored to partial by the leader. An s past the last slice is an empty one: no copies, no
+/// values, nothing stored.
+template <class Depth>
+__device__ void streamSlice(const GroupNormSlices::Args& a, std::int64_t s, const exact::WarpRow& row, float* stages) {
+  constexpr int kStages = Depth::kStages, kAhead = Depth::kAhead;
+  const int lane = row.lane;
+  std::int64_t length = 0;
+  const float* x = s < a.rows ? GroupNormSlices::slice(a, s, length) : a.x;
+  const std::int64_t count = (length + kStageValues - 1) / kStageValues;
+  const auto valuesOf = [&](std::int64_t t) {  // stage t's values (the last one may be short)
+    const std::int64_t rest = length - t * kStageValues;
+    return rest < kStageValues ? rest : std::int64_t{kStageValues};
+  };
+  // Stage t (values [t kStageValues, ...)) into ring slot t % kStages: 16-byte chunks, lane by
+  // lane; one commit group a stage, empty past the last, so that "all but kStages - 1 groups done"
+  // always means "stage t is in".
+  const auto issue = [&](std::int64_t t) {
+    if (t < count) {
+      const float* from = x + t * kStageValues;
+      float* slot = stages + (t % kStages) * kStageValues;
+      for (std::int64_t q = 4 * lane, values = valuesOf(t); q < values; q += 64) exact::mma::copyChunk16(slot + q, from + q);
+    }
+    exact::mma::commitCopies();
+  };
+  for (int t = 0; t < kStages - 1; ++t) issue(t);
+  float sum = 0.0f, squares = 0.0f;
+  for (std::int64_t t = 0; t < count; ++t) {
+    issue(t + kStages - 1);
+    exact::mma::waitCopies<kStages - 1>();  // this lane's chunks of stage t are in
+    __syncwarp(row.mask);                   // and every lane's
+    const float* slot = stages + (t % kStages) * kStageValues;
+    const std::int64_t values = valuesOf(t);
+    std::int64_t j = lane;
+    for (; j + 16 * (kAhead - 1) < values; j += 16 * kAhead) {  // kAhead loads, then their steps
+      float v[kAhead];
+      for (int k = 0; k < kAhead; ++k) v[k] = slot[j + 16 * k];
+      for (int k = 0; k < kAhead; ++k) GroupNormSlices::step(v[k], sum, squares);
+    }
+    for (; j < values; j += 16) GroupNormSlices::step(slot[j], sum, squares);
+    __syncwarp(row.mask);  // every lane is done with the slot before the next issue refills it
+  }
+  exact::mma::waitCopies<0>();  // (only empty groups are left)
+  sum = row.tree(sum);
+  squares = row.tree(squares);
+  if (s < a.rows && row.leader()) {
+    a.partial[2 * s] = sum;
+    a.partial[2 * s + 1] = squares;
+  }
+}
+
+/// This thread's half-warp as a slice's row: lanes 0 - 15 or 16 - 31 of its warp.
+__device__ inline exact::WarpRow sliceRow(const GroupNormSlices::Args& a) {
+  return exact::WarpRow{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+}
+
 /// Dynamic shared memory: sharedBytes<Depth>(), a ring a half-warp.
 template <class Depth>
 __global__ void streamedKernel(const GroupNormSlices::Args a) {
-  constexpr int kStages = Depth::kStages, kAhead = Depth::kAhead;
   GIZML_DYNAMIC_SHARED(float, ring);
-  const int lane = static_cast<int>(threadIdx.x % 16), half = static_cast<int>(threadIdx.x / 16);
-  const exact::WarpRow row{a.n, lane, 0xffffu << (threadIdx.x & 16u)};
-  float* stages = ring + half * kStages * kStageValues;
+  const int half = static_cast<int>(threadIdx.x / 16);
+  const exact::WarpRow row = sliceRow(a);
+  float* stages = ring + half * Depth::kStages * kStageValues;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kSlicesPerBlock;
   // Both half-warps of a warp leave together only if they run the same count of slices: the
   // loop runs to the first slice index past the end for both, and a half-warp past the end
-  // takes an empty slice (no copies, no values).
-  for (std::int64_t s0 = static_cast<std::int64_t>(blockIdx.x) * kSlicesPerBlock; s0 < a.rows; s0 += step) {
-    const std::int64_t s = s0 + half;
-    std::int64_t length = 0;
-    const float* x = s < a.rows ? GroupNormSlices::slice(a, s, length) : a.x;
-    const std::int64_t count = (length + kStageValues - 1) / kStageValues;
-    const auto valuesOf = [&](std::int64_t t) {  // stage t's values (the last one may be short)
-      const std::int64_t rest = length - t * kStageValues;
-      return rest < kStageValues ? rest : std::int64_t{kStageValues};
-    };
-    // Stage t (values [t kStageValues, ...)) into ring slot t % kStages: 16-byte chunks, lane
-    // by lane; one commit group a stage, empty past the last, so that "all but kStages - 1
-    // groups done" always means "stage t is in".
-    const auto issue = [&](std::int64_t t) {
-      if (t < count) {
-        const float* from = x + t * kStageValues;
-        float* slot = stages + (t % kStages) * kStageValues;
-        for (std::int64_t q = 4 * lane, values = valuesOf(t); q < values; q += 64) exact::mma::copyChunk16(slot + q, from + q);
-      }
-      exact::mma::commitCopies();
-    };
-    for (int t = 0; t < kStages - 1; ++t) issue(t);
-    float sum = 0.0f, squares = 0.0f;
-    for (std::int64_t t = 0; t < count; ++t) {
-      issue(t + kStages - 1);
-      exact::mma::waitCopies<kStages - 1>();  // this lane's chunks of stage t are in
-      __syncwarp(row.mask);                   // and every lane's
-      const float* slot = stages + (t % kStages) * kStageValues;
-      const std::int64_t values = valuesOf(t);
-      std::int64_t j = lane;
-      for (; j + 16 * (kAhead - 1) < values; j += 16 * kAhead) {  // kAhead loads, then their steps
-        float v[kAhead];
-        for (int k = 0; k < kAhead; ++k) v[k] = slot[j + 16 * k];
-        for (int k = 0; k < kAhead; ++k) GroupNormSlices::step(v[k], sum, squares);
-      }
-      for (; j < values; j += 16) GroupNormSlices::step(slot[j], sum, squares);
-      __syncwarp(row.mask);  // every lane is done with the slot before the next issue refills it
-    }
-    exact::mma::waitCopies<0>();  // (only empty groups are left)
-    sum = row.tree(sum);
-    squares = row.tree(squares);
-    if (s < a.rows && row.leader()) {
-      a.partial[2 * s] = sum;
-      a.partial[2 * s + 1] = squares;
-    }
-  }
+  // takes an empty slice.
+  for (std::int64_t s0 = static_cast<std::int64_t>(blockIdx.x) * kSlicesPerBlock; s0 < a.rows; s0 += step)
+    streamSlice<Depth>(a, s0 + half, row, stages);
 }
 
 template <class Depth>
@@ -237,11 +251,55 @@ void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
 }
 
 namespace {
+/// groupNorm's values in 16-byte pieces of x (4 values: an F32 y's 16 bytes, a BF16 y's 8), for the
+/// kernels below that take a chunk of a channel a lane's pieces at a time.
+namespace pieces {
+/// Whether every piece starts on 16 bytes in x and y (8 in a BF16 y): channels of whole pieces.
+bool fit(const GroupNorm::Args& a) {
+  const auto on = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  return a.n % 4 == 0 && on(a.x, 16) && (a.yBF16 ? on(a.yBF16, 8) : on(a.y, 16));
+}
+
+#if defined(GIZML_CUDA_SIM)
+// The simulator's threads are C++ code: copies, no type punning; an unaligned piece traps as a GPU's
+// load would fault.
+inline float4 load(const float* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, const float4& v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+}
+inline void store(std::uint16_t* p, const uint2& v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+}
+#else
+__device__ __forceinline__ float4 load(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// Streaming stores (st.global.cs: nothing reads y back soon), one 16-byte (8-byte) store each.
+__device__ __forceinline__ void store(float* p, const float4& v) { __stcs(reinterpret_cast<float4*>(p), v); }
+__device__ __forceinline__ void store(std::uint16_t* p, const uint2& v) { __stcs(reinterpret_cast<uint2*>(p), v); }
+#endif
+
+/// The piece v of x at `at` (channel ch's, its group's statistics s) as y: groupNormValue of each
+/// value (each its own: the same bits in any order), one store.
+__device__ __forceinline__ void storeValues(const GroupNorm::Args& a, std::int64_t at, const float4& v,
+                                            const exact::MeanRstd& s, float w, float b) {
+  const auto value = [&](float x) { return groupNormValue(x, s.mean, s.rstd, w, b, a.act); };
+  const float4 y{value(v.x), value(v.y), value(v.z), value(v.w)};
+  if (a.yBF16) store(a.yBF16 + at, uint2{exact::packBF16(y.x, y.y), exact::packBF16(y.z, y.w)});
+  else store(a.y + at, y);
+}
+}  // namespace pieces
+
 /// groupNorm's second pass where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured on a GPU, as the block a
 /// row of core/cuda_row_blocks.cuh): a block a chunk of kChunk values of a channel, each thread
 /// kSteps 16-byte pieces of it (4 values a load: 64 bytes in flight a thread, against 16 for a
 /// half-warp lane's 4 steps), loaded before its group's statistics are found (by thread 0, the
-/// loads in flight meanwhile). groupNormValue on each value: the same bits, in any order of chunks.
+/// loads in flight meanwhile).
 namespace quads {
 constexpr unsigned kThreads = 256;
 constexpr int kSteps = 4;
@@ -252,36 +310,6 @@ struct Args {
   std::int64_t chunks;  // a channel's
 };
 
-/// Whether every piece starts on 16 bytes in x and y (8 in a BF16 y): channels of whole pieces.
-bool fits(const GroupNorm::Args& a) {
-  const auto on = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
-  return a.n % 4 == 0 && on(a.x, 16) && (a.yBF16 ? on(a.yBF16, 8) : on(a.y, 16));
-}
-
-#if defined(GIZML_CUDA_SIM)
-// The simulator's threads are C++ code: copies, no type punning; an unaligned piece traps as a GPU's
-// load would fault.
-inline float4 loadPiece(const float* p) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
-  float4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void storePiece(float* p, const float4& v) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
-  std::memcpy(p, &v, sizeof v);
-}
-inline void storePiece(std::uint16_t* p, const uint2& v) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) __trap();
-  std::memcpy(p, &v, sizeof v);
-}
-#else
-__device__ __forceinline__ float4 loadPiece(const float* p) { return *reinterpret_cast<const float4*>(p); }
-// Streaming stores (st.global.cs: nothing reads y back soon), one 16-byte (8-byte) store each.
-__device__ __forceinline__ void storePiece(float* p, const float4& v) { __stcs(reinterpret_cast<float4*>(p), v); }
-__device__ __forceinline__ void storePiece(std::uint16_t* p, const uint2& v) { __stcs(reinterpret_cast<uint2*>(p), v); }
-#endif
-
 __global__ void kernel(const Args q) {
   const GroupNorm::Args& a = q.channels;
   __shared__ exact::MeanRstd shared;
@@ -290,35 +318,174 @@ __global__ void kernel(const Args q) {
     // pass streams all slices at once, so what the L2 still holds of x after it is the end of each
     // slice (a channel, for a VAE's 16 channels a group of 16 slices); these blocks read it first.
     const std::int64_t ch = c % a.rows, start = (q.chunks - 1 - c / a.rows) * kChunk, rest = a.n - start;
-    const std::int64_t pieces = (rest < kChunk ? rest : kChunk) / 4, at0 = ch * a.n + start;
+    const std::int64_t count = (rest < kChunk ? rest : kChunk) / 4, at0 = ch * a.n + start;
     float4 v[kSteps];
     for (int k = 0; k < kSteps; ++k) {
       const std::int64_t p = threadIdx.x + k * kThreads;
-      if (p < pieces) v[k] = loadPiece(a.x + at0 + 4 * p);
+      if (p < count) v[k] = pieces::load(a.x + at0 + 4 * p);
     }
     if (threadIdx.x == 0) shared = GroupNorm::stats(a, ch);
     __syncthreads();
     const exact::MeanRstd s = shared;
     const float w = a.w[ch], b = a.b[ch];
-    const auto value = [&](float x) { return groupNormValue(x, s.mean, s.rstd, w, b, a.act); };
     for (int k = 0; k < kSteps; ++k) {
       const std::int64_t p = threadIdx.x + k * kThreads;
-      if (p >= pieces) continue;
-      const float4 y{value(v[k].x), value(v[k].y), value(v[k].z), value(v[k].w)};
-      if (a.yBF16) {
-        storePiece(a.yBF16 + at0 + 4 * p, uint2{exact::packBF16(y.x, y.y), exact::packBF16(y.z, y.w)});
-      } else {
-        storePiece(a.y + at0 + 4 * p, y);
-      }
+      if (p < count) pieces::storeValues(a, at0 + 4 * p, v[k], s, w, b);
     }
     __syncthreads();  // `shared` free for the next chunk
   }
 }
 }  // namespace quads
+
+/// groupNorm in one launch, where GIZML_CUDA_GROUP_NORM_AHEAD=L >= 1 (not yet measured on a GPU).
+/// In two launches the second pass reads x after the first has read all of it: a VAE's x of 100 MB
+/// is twice an H200's L2, so x comes from memory twice and the op moves 3 bytes for its 2 (its
+/// input and output), at best 67 % of a copy. Here the first pass runs at most L groups ahead of the
+/// second, so that a group's x is still in the L2 when its chunks read it.
+/// A block is a slice warp (warp 0, with a ring for each half-warp: streamSlice, as the first pass's
+/// launch) and kChunkWarps chunk warps (a chunk of kChunk values of a channel, a lane's 16-byte
+/// pieces kSteps at a time, as quads'). Each kind takes its items in order from a counter of its own
+/// (a ticket each): slice pairs (2 of a group's 16 slices) group by group, and chunks group by group.
+/// A group's chunks wait until its 16 slices are done (a counter the slices bump after their partial
+/// sums); a group's slices wait until every chunk of group g - L has been taken. Every wait is for
+/// items of earlier tickets, held by warps that are running, which wait only for earlier ones still:
+/// no cycle, whatever the grid and however many of its blocks are resident. The sums and the values
+/// are the two launches' (streamSlice, groupStats, groupNormValue): the same bits.
+namespace ahead {
+constexpr int kChunkWarps = 7;
+constexpr unsigned kThreads = 32 * (1 + kChunkWarps);
+constexpr std::int64_t kPairs = kGroupSlices / 2;  // a group's slice pairs
+constexpr int kSteps = 8;                          // a lane's pieces loaded before their values
+constexpr std::int64_t kChunk = 4096;              // 4 rounds of a warp's 32 x kSteps pieces
+using Depth = slices::Shallow;
+
+struct Args {
+  GroupNormSlices::Args slices;
+  GroupNorm::Args channels;
+  unsigned long long* counters;  // [0]: slice pairs taken, [1]: chunks taken, [2 + g]: group g's slices done
+  std::int64_t groups, lead;     // lead: L
+  std::int64_t chunks;           // a channel's
+  GIZML_HD std::int64_t groupChunks() const { return channels.perGroup * chunks; }
+};
+
+/// A warp's next item of the counter: lane 0 takes it, every lane gets it.
+__device__ std::int64_t takeTicket(unsigned long long* counter) {
+  unsigned long long t = 0;
+  if (threadIdx.x % 32 == 0) t = atomicAdd(counter, 1ull);
+  return static_cast<std::int64_t>(__shfl_sync(0xffffffffu, t, 0));
+}
+
+/// One thread waits until *counter >= n, then fences: what was written before the counter reached
+/// n (another multiprocessor's partial sums) is then what this thread reads past its L1 (__ldcg).
+__device__ void waitFor(const unsigned long long* counter, std::int64_t n) {
+  while (*static_cast<const volatile unsigned long long*>(counter) < static_cast<unsigned long long>(n))
+    __nanosleep(128);
+  __threadfence();
+}
+
+__device__ void sliceWarp(const Args& t, float* ring) {
+  const exact::WarpRow row = slices::sliceRow(t.slices);
+  float* stages = ring + (threadIdx.x / 16) * Depth::kStages * slices::kStageValues;
+  for (;;) {
+    const std::int64_t ticket = takeTicket(t.counters);
+    if (ticket >= kPairs * t.groups) return;
+    const std::int64_t g = ticket / kPairs;
+    if (g >= t.lead) {  // no more than L groups ahead: every chunk of group g - L taken
+      if (threadIdx.x == 0) waitFor(t.counters + 1, (g - t.lead + 1) * t.groupChunks());
+      __syncwarp();
+    }
+    slices::streamSlice<Depth>(t.slices, g * kGroupSlices + 2 * (ticket % kPairs) + threadIdx.x / 16, row, stages);
+    if (row.leader()) {  // after its store of the slice's sums
+      __threadfence();
+      atomicAdd(t.counters + 2 + g, 1ull);
+    }
+  }
+}
+
+__device__ void chunkWarp(const Args& t) {
+  const GroupNorm::Args& a = t.channels;
+  const std::int64_t lane = threadIdx.x % 32;
+  for (;;) {
+    const std::int64_t ticket = takeTicket(t.counters + 1);
+    if (ticket >= t.groupChunks() * t.groups) return;
+    const std::int64_t g = ticket / t.groupChunks(), r = ticket % t.groupChunks();
+    const std::int64_t ch = g * a.perGroup + r / t.chunks, start = (r % t.chunks) * kChunk, rest = a.n - start;
+    const std::int64_t count = (rest < kChunk ? rest : kChunk) / 4, at0 = ch * a.n + start;
+    exact::MeanRstd s{0.0f, 0.0f};
+    if (lane == 0) {
+      waitFor(t.counters + 2 + g, kGroupSlices);
+      float partial[2 * kGroupSlices];
+      for (std::int64_t k = 0; k < 2 * kGroupSlices; ++k) partial[k] = __ldcg(a.partial + 2 * kGroupSlices * g + k);
+      s = groupStats(partial, a.perGroup * a.n, a.eps);  // GroupNorm::stats' own
+    }
+    s.mean = __shfl_sync(0xffffffffu, s.mean, 0);
+    s.rstd = __shfl_sync(0xffffffffu, s.rstd, 0);
+    const float w = a.w[ch], b = a.b[ch];
+    for (std::int64_t p0 = lane; p0 < count; p0 += 32 * kSteps) {
+      float4 v[kSteps];
+      for (int k = 0; k < kSteps; ++k)
+        if (p0 + 32 * k < count) v[k] = pieces::load(a.x + at0 + 4 * (p0 + 32 * k));
+      for (int k = 0; k < kSteps; ++k)
+        if (p0 + 32 * k < count) pieces::storeValues(a, at0 + 4 * (p0 + 32 * k), v[k], s, w, b);
+    }
+  }
+}
+
+/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (48 KiB; ptxas
+/// sm_90a: 80 registers, so 3 blocks a multiprocessor; held to 64 for 4, it spills).
+__global__ void __launch_bounds__(kThreads) kernel(const Args t) {
+  GIZML_DYNAMIC_SHARED(float, ring);
+  if (threadIdx.x < 32) sliceWarp(t, ring);
+  else chunkWarp(t);
+}
+
+/// L, from GIZML_CUDA_GROUP_NORM_AHEAD (0: two launches), read once a process.
+std::int64_t lead() {
+  static const std::int64_t l = [] {
+    const char* v = std::getenv("GIZML_CUDA_GROUP_NORM_AHEAD");
+    if (!v || !*v) return std::int64_t{0};
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 0 || n > 1024)
+      throw Error(std::string("gizml: GIZML_CUDA_GROUP_NORM_AHEAD: expected a whole number from 0 to 1024, got '") + v +
+                  "'");
+    return std::int64_t{n};
+  }();
+  return l;
+}
+
+/// Whether the one launch takes these passes: L >= 1, and the slices and the chunks of whole
+/// 16-byte pieces (else the two launches, whose kernels take any shape).
+bool wanted(const GroupNormPasses::Args& p) {
+  return lead() > 0 && p.counters != nullptr && slices::streamable(p.slices) && pieces::fit(p.channels);
+}
+
+void launch(const Gpu& g, const GroupNormPasses::Args& p) {
+  const std::int64_t groups = p.slices.rows / kGroupSlices, chunks = (p.channels.n + kChunk - 1) / kChunk;
+  const Args t{p.slices, p.channels, p.counters, groups, lead(), chunks};
+  detail::useDevice(g.device.index, GroupNorm::kName);
+  detail::cudaCheck(cudaMemsetAsync(p.counters, 0, sizeof(unsigned long long) * (2 + groups), detail::streamOf(g)),
+                    GroupNorm::kName);
+  const std::size_t bytes = slices::sharedBytes<Depth>();
+  detail::allowShared(g, GroupNorm::kName, kernel, bytes);
+  // Enough blocks for every slice pair or for the chunks a chunk warp each, at most those resident.
+  const std::int64_t chunkBlocks = (t.groupChunks() * groups + kChunkWarps - 1) / kChunkWarps;
+  const std::int64_t blocks = kPairs * groups > chunkBlocks ? kPairs * groups : chunkBlocks;
+  detail::launch(g, GroupNorm::kName, kernel, detail::residentGrid(g, kernel, blocks, kThreads, bytes), t, bytes);
+}
+}  // namespace ahead
 }  // namespace
 
+// Two launches (GroupNormSlices', GroupNorm's), or where GIZML_CUDA_GROUP_NORM_AHEAD=L one.
+void GroupNormPasses::cuda(const Gpu& g, const Args& a) {
+  if (a.slices.rows == 0) return;
+  if (ahead::wanted(a)) return ahead::launch(g, a);
+  GroupNormSlices::cuda(g, a.slices);
+  GroupNorm::cuda(g, a.channels);
+}
+
 void GroupNorm::cuda(const Gpu& g, const Args& a) {
-  if (detail::rowBlocksWanted() && quads::fits(a)) {
+  if (detail::rowBlocksWanted() && pieces::fit(a)) {
     const std::int64_t chunks = (a.n + quads::kChunk - 1) / quads::kChunk;
     if (a.rows * chunks == 0) return;
     return detail::launch(g, kName, quads::kernel, detail::rowBlocksGrid(g, a.rows * chunks, quads::kThreads),

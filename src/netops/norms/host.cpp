@@ -630,8 +630,11 @@ void groupNormRun(const Tensor& x, std::int64_t groups, const Tensor& w, const T
   const std::int64_t c = x.dim(0), spatial = x.numel() / c, length = x.numel() / groups;
   const Gpu gpu = detail::gpuOf(x);
   // The slices' partial sums (2 floats a slice), then the channels; on a GPU in stream order. The
-  // slices read all of a group before its channels write any of it, so y may be x.
-  Tensor partial = Tensor::empty({groups * norms::kGroupSlices * 2}, DType::F32, x.device());
+  // slices read all of a group before its channels write any of it, so y may be x. On a GPU the
+  // partial sums are followed by the one-launch path's 2 + groups counters (8 bytes each, on 8
+  // bytes: the sums are a multiple of 128 bytes).
+  const std::int64_t sums = groups * norms::kGroupSlices * 2, counters = x.device().isHost() ? 0 : 2 * (2 + groups);
+  Tensor partial = Tensor::empty({sums + counters}, DType::F32, x.device());
   const norms::GroupNormSlices::Args slices{x.data<float>(), groups * norms::kGroupSlices,
                                             (length + norms::kGroupSlices - 1) / norms::kGroupSlices, length,
                                             partial.data<float>()};
@@ -639,12 +642,8 @@ void groupNormRun(const Tensor& x, std::int64_t groups, const Tensor& w, const T
   const norms::GroupNorm::Args channels{x.data<float>(), w.data<float>(), b.data<float>(), partial.data<float>(),
                                         eps32, act, c, spatial, c / groups,
                                         bf16 ? nullptr : y.data<float>(), bf16 ? y.data<std::uint16_t>() : nullptr};
-  if (x.device().isHost()) {
-    norms::groupNormHost(slices, channels);
-  } else {
-    detail::run<norms::GroupNormSlices>(gpu, slices);
-    detail::run<norms::GroupNorm>(gpu, channels);
-  }
+  auto* const counterAt = counters ? reinterpret_cast<unsigned long long*>(partial.data<float>() + sums) : nullptr;
+  detail::run<norms::GroupNormPasses>(gpu, {slices, channels, counterAt});
 }
 
 }  // namespace

@@ -451,4 +451,19 @@ struct GroupNorm {
 /// (norms/host.cpp); the same row functions as the GPU's two launches, so the same bits.
 void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& channels);
 
+/// groupNorm, both passes: on the host groupNormHost; on a GPU GroupNormSlices' launch then
+/// GroupNorm's, or where GIZML_CUDA_GROUP_NORM_AHEAD=L (L >= 1) one launch that runs the first pass
+/// at most L groups ahead of the second (norms/cuda.cu, "ahead"). The same bits in every case.
+struct GroupNormPasses {
+  static constexpr const char* kName = "gizml::netops::groupNorm";
+  struct Args {
+    GroupNormSlices::Args slices;
+    GroupNorm::Args channels;
+    /// A GPU's: 2 + groups counters for the one launch (it zeroes them), or null on the host.
+    unsigned long long* counters;
+  };
+  static void host(const Args& a) { groupNormHost(a.slices, a.channels); }
+  static void cuda(const Gpu& g, const Args& a);
+};
+
 }  // namespace gizml::netops::norms

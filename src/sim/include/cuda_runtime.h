@@ -68,6 +68,7 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t stream);
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
 cudaError_t cudaMemset(void* p, int value, std::size_t bytes);
+cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
 
