@@ -347,6 +347,28 @@ TEST(GroupNormCuda, IntoEqualsGroupNormAndRunsInPlace) {
   }
 }
 
+TEST(GroupNormCuda, ManyGroupsEqualTheHost) {
+  // A VAE's [512, 48 x 1024] in 32 groups on a GPU (its many blocks at once: with
+  // GIZML_CUDA_GROUP_NORM_AHEAD, warps of many multiprocessors waiting for each other's counters);
+  // [64, 4096] in 16 groups on the simulator, which runs a block at a time. F32 and BF16 y, and in
+  // place: the host's bits.
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const gizml::Shape shape = gizml::builtForGpuSimulator() ? gizml::Shape{64, 4096} : gizml::Shape{512, 48 * 1024};
+  const std::int64_t c = shape[0], groups = gizml::builtForGpuSimulator() ? 16 : 32;
+  const Tensor x = host(randomFloats(Key{7, 7}, c * shape[1], 2.0f, 0.5f), shape);
+  const Tensor w = host(randomFloats(Key{8, 8}, c), {c}), b = host(randomFloats(Key{9, 9}, c), {c});
+  const Tensor xg = x.to(gpu), wg = w.to(gpu), bg = b.to(gpu);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    EXPECT_TRUE(sameBits(netops::groupNorm(xg, groups, wg, bg, 1e-6, true, dtype).toFloats(),
+                         netops::groupNorm(x, groups, w, b, 1e-6, true, dtype).toFloats()));
+  }
+  Tensor inPlace = xg.clone();
+  netops::groupNormInto(inPlace, groups, wg, bg, 1e-6, false, inPlace);
+  EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::groupNorm(x, groups, w, b, 1e-6, false, DType::F32).toFloats()));
+}
+
 // ---- gatedNormAddInto ------------------------------------------------------------------------------------
 
 TEST(GatedNormAdd, AccuracyAgainstFloat64) {

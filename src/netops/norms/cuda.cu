@@ -347,25 +347,33 @@ __global__ void kernel(const Args q) {
 /// pieces kSteps at a time, as quads'). Each kind takes its items in order from a counter of its own
 /// (a ticket each): slice pairs (2 of a group's 16 slices) group by group, and chunks group by group.
 /// A group's chunks wait until its 16 slices are done (a counter the slices bump after their partial
-/// sums); a group's slices wait until every chunk of group g - L has been taken. Every wait is for
-/// items of earlier tickets, held by warps that are running, which wait only for earlier ones still:
-/// no cycle, whatever the grid and however many of its blocks are resident. The sums and the values
-/// are the two launches' (streamSlice, groupStats, groupNormValue): the same bits.
+/// sums); a group's slices wait until every chunk of group g - L is done (a counter the chunks bump).
+/// Every wait is for items of earlier groups or earlier tickets, held by warps that are running and
+/// that wait only for earlier ones still: no cycle, whatever the grid and however many of its blocks
+/// are resident. The sums and the values are the two launches' (streamSlice, groupStats,
+/// groupNormValue): the same bits.
 namespace ahead {
-constexpr int kChunkWarps = 7;
+constexpr int kChunkWarps = 3;  // a multiprocessor's 4 blocks (48 KiB each): 12, reading from the L2
 constexpr unsigned kThreads = 32 * (1 + kChunkWarps);
 constexpr std::int64_t kPairs = kGroupSlices / 2;  // a group's slice pairs
 constexpr int kSteps = 8;                          // a lane's pieces loaded before their values
 constexpr std::int64_t kChunk = 4096;              // 4 rounds of a warp's 32 x kSteps pieces
 using Depth = slices::Shallow;
 
+/// The counters, each on a 128-byte line of its own (GroupNormPasses::counterBytes: the waiting
+/// warps of different groups poll different lines, so no one part of the L2 takes all the polls):
+/// line 0, slice pairs taken; 1, chunks taken; 2 + g, group g's slices done; 2 + groups + g, group
+/// g's chunks done.
+constexpr std::int64_t kCounterStride = 128 / sizeof(unsigned long long);
+
 struct Args {
   GroupNormSlices::Args slices;
   GroupNorm::Args channels;
-  unsigned long long* counters;  // [0]: slice pairs taken, [1]: chunks taken, [2 + g]: group g's slices done
+  unsigned long long* counters;  // zeros at the launch
   std::int64_t groups, lead;     // lead: L
   std::int64_t chunks;           // a channel's
   GIZML_HD std::int64_t groupChunks() const { return channels.perGroup * chunks; }
+  GIZML_HD unsigned long long* counter(std::int64_t line) const { return counters + kCounterStride * line; }
 };
 
 /// A warp's next item of the counter: lane 0 takes it, every lane gets it.
@@ -375,11 +383,15 @@ __device__ std::int64_t takeTicket(unsigned long long* counter) {
   return static_cast<std::int64_t>(__shfl_sync(0xffffffffu, t, 0));
 }
 
-/// One thread waits until *counter >= n, then fences: what was written before the counter reached
-/// n (another multiprocessor's partial sums) is then what this thread reads past its L1 (__ldcg).
+/// One thread waits until *counter >= n (polling at most every 2 us, from 64 ns on), then fences:
+/// what was written before the counter reached n (another multiprocessor's partial sums) is then
+/// what this thread reads past its L1 (__ldcg).
 __device__ void waitFor(const unsigned long long* counter, std::int64_t n) {
-  while (*static_cast<const volatile unsigned long long*>(counter) < static_cast<unsigned long long>(n))
-    __nanosleep(128);
+  unsigned pause = 64;
+  while (*static_cast<const volatile unsigned long long*>(counter) < static_cast<unsigned long long>(n)) {
+    __nanosleep(pause);
+    if (pause < 2048) pause *= 2;
+  }
   __threadfence();
 }
 
@@ -387,17 +399,17 @@ __device__ void sliceWarp(const Args& t, float* ring) {
   const exact::WarpRow row = slices::sliceRow(t.slices);
   float* stages = ring + (threadIdx.x / 16) * Depth::kStages * slices::kStageValues;
   for (;;) {
-    const std::int64_t ticket = takeTicket(t.counters);
+    const std::int64_t ticket = takeTicket(t.counter(0));
     if (ticket >= kPairs * t.groups) return;
     const std::int64_t g = ticket / kPairs;
-    if (g >= t.lead) {  // no more than L groups ahead: every chunk of group g - L taken
-      if (threadIdx.x == 0) waitFor(t.counters + 1, (g - t.lead + 1) * t.groupChunks());
+    if (g >= t.lead) {  // no more than L groups ahead: every chunk of group g - L done
+      if (threadIdx.x == 0) waitFor(t.counter(2 + t.groups + g - t.lead), t.groupChunks());
       __syncwarp();
     }
     slices::streamSlice<Depth>(t.slices, g * kGroupSlices + 2 * (ticket % kPairs) + threadIdx.x / 16, row, stages);
     if (row.leader()) {  // after its store of the slice's sums
       __threadfence();
-      atomicAdd(t.counters + 2 + g, 1ull);
+      atomicAdd(t.counter(2 + g), 1ull);
     }
   }
 }
@@ -406,14 +418,14 @@ __device__ void chunkWarp(const Args& t) {
   const GroupNorm::Args& a = t.channels;
   const std::int64_t lane = threadIdx.x % 32;
   for (;;) {
-    const std::int64_t ticket = takeTicket(t.counters + 1);
+    const std::int64_t ticket = takeTicket(t.counter(1));
     if (ticket >= t.groupChunks() * t.groups) return;
     const std::int64_t g = ticket / t.groupChunks(), r = ticket % t.groupChunks();
     const std::int64_t ch = g * a.perGroup + r / t.chunks, start = (r % t.chunks) * kChunk, rest = a.n - start;
     const std::int64_t count = (rest < kChunk ? rest : kChunk) / 4, at0 = ch * a.n + start;
     exact::MeanRstd s{0.0f, 0.0f};
     if (lane == 0) {
-      waitFor(t.counters + 2 + g, kGroupSlices);
+      waitFor(t.counter(2 + g), kGroupSlices);
       float partial[2 * kGroupSlices];
       for (std::int64_t k = 0; k < 2 * kGroupSlices; ++k) partial[k] = __ldcg(a.partial + 2 * kGroupSlices * g + k);
       s = groupStats(partial, a.perGroup * a.n, a.eps);  // GroupNorm::stats' own
@@ -428,11 +440,13 @@ __device__ void chunkWarp(const Args& t) {
       for (int k = 0; k < kSteps; ++k)
         if (p0 + 32 * k < count) pieces::storeValues(a, at0 + 4 * (p0 + 32 * k), v[k], s, w, b);
     }
+    __syncwarp();  // every lane's stores issued before lane 0 counts the chunk done
+    if (lane == 0) atomicAdd(t.counter(2 + t.groups + g), 1ull);
   }
 }
 
-/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (48 KiB; ptxas
-/// sm_90a: 80 registers, so 3 blocks a multiprocessor; held to 64 for 4, it spills).
+/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (48 KiB: 4 blocks
+/// a multiprocessor; ptxas sm_90a: 80 registers).
 __global__ void __launch_bounds__(kThreads) kernel(const Args t) {
   GIZML_DYNAMIC_SHARED(float, ring);
   if (threadIdx.x < 32) sliceWarp(t, ring);
@@ -464,7 +478,7 @@ void launch(const Gpu& g, const GroupNormPasses::Args& p) {
   const std::int64_t groups = p.slices.rows / kGroupSlices, chunks = (p.channels.n + kChunk - 1) / kChunk;
   const Args t{p.slices, p.channels, p.counters, groups, lead(), chunks};
   detail::useDevice(g.device.index, GroupNorm::kName);
-  detail::cudaCheck(cudaMemsetAsync(p.counters, 0, sizeof(unsigned long long) * (2 + groups), detail::streamOf(g)),
+  detail::cudaCheck(cudaMemsetAsync(p.counters, 0, GroupNormPasses::counterBytes(groups), detail::streamOf(g)),
                     GroupNorm::kName);
   const std::size_t bytes = slices::sharedBytes<Depth>();
   detail::allowShared(g, GroupNorm::kName, kernel, bytes);

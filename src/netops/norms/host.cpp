@@ -631,9 +631,10 @@ void groupNormRun(const Tensor& x, std::int64_t groups, const Tensor& w, const T
   const Gpu gpu = detail::gpuOf(x);
   // The slices' partial sums (2 floats a slice), then the channels; on a GPU in stream order. The
   // slices read all of a group before its channels write any of it, so y may be x. On a GPU the
-  // partial sums are followed by the one-launch path's 2 + groups counters (8 bytes each, on 8
-  // bytes: the sums are a multiple of 128 bytes).
-  const std::int64_t sums = groups * norms::kGroupSlices * 2, counters = x.device().isHost() ? 0 : 2 * (2 + groups);
+  // partial sums are followed by the one launch's counters (on 128 bytes: the sums of a group are
+  // 128 bytes).
+  const std::int64_t sums = groups * norms::kGroupSlices * 2,
+                     counters = x.device().isHost() ? 0 : norms::GroupNormPasses::counterBytes(groups) / 4;
   Tensor partial = Tensor::empty({sums + counters}, DType::F32, x.device());
   const norms::GroupNormSlices::Args slices{x.data<float>(), groups * norms::kGroupSlices,
                                             (length + norms::kGroupSlices - 1) / norms::kGroupSlices, length,

@@ -459,9 +459,11 @@ struct GroupNormPasses {
   struct Args {
     GroupNormSlices::Args slices;
     GroupNorm::Args channels;
-    /// A GPU's: 2 + groups counters for the one launch (it zeroes them), or null on the host.
+    /// A GPU's: counterBytes(groups) for the one launch (it zeroes them), on 128 bytes; null on the host.
     unsigned long long* counters;
   };
+  /// The one launch's counters: 2 + 2 groups of them, each on a 128-byte line of its own.
+  static constexpr std::int64_t counterBytes(std::int64_t groups) { return 128 * (2 + 2 * groups); }
   static void host(const Args& a) { groupNormHost(a.slices, a.channels); }
   static void cuda(const Gpu& g, const Args& a);
 };
