@@ -248,12 +248,14 @@ gtest_unfinished() {
 
   # groupNorm in one launch (GIZML_CUDA_GROUP_NORM_AHEAD=L, not yet its default: norms/cuda.cu
   # "ahead"), its warps on many multiprocessors waiting for each other's counters, which the
-  # simulator runs a block at a time: one group ahead (the most waiting) and four. A deadlock is a
-  # timeout here.
+  # simulator runs a block at a time: one group ahead (the most waiting), and four with the deeper
+  # ring of GIZML_CUDA_ROW_BLOCKS=1. A deadlock is a timeout here.
   if [ -x "$registry" ]; then
     if step_begin "CUDA tests, groupNorm ahead" "$PROGRAM_LIMIT"; then
-      for lead in 1 4; do
-        step_run --to "$LOGDIR/registry_test.group_norm_ahead$lead.txt" env GIZML_CUDA_GROUP_NORM_AHEAD=$lead \
+      for run in 1/0 4/1; do  # L / GIZML_CUDA_ROW_BLOCKS
+        lead="${run%/*}" blocks="${run#*/}"
+        step_run --to "$LOGDIR/registry_test.group_norm_ahead$lead.txt" \
+          env GIZML_CUDA_GROUP_NORM_AHEAD="$lead" GIZML_CUDA_ROW_BLOCKS="$blocks" \
           "$registry" --gtest_filter='*GpuEqualsHost/groupNorm*' --gtest_color=no
       done
       [ -x "$BUILD/tests/norms_test" ] && step_run --to "$LOGDIR/norms_test.group_norm_ahead.txt" \

@@ -11,10 +11,11 @@
 # and its first pass a deeper ring). And groupNorm in one launch, its first pass L groups ahead of
 # its second (GIZML_CUDA_GROUP_NORM_AHEAD=L, norms/cuda.cu "ahead"), so that the second reads x
 # from the L2; BM_GroupNormPass says what each pass of the two launches reaches alone.
-# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64 g2 g4 g8 g16"; N: a half-warp a row and
-# GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at most N
-# of them a multiprocessor, b0 no such limit; gL: groupNorm in one launch, L groups ahead, only
-# the copy and groupNorm's benchmarks), gizml_bench's row benchmarks on GPU 0 and their
+# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64 g4 g8 g16 bg4 bg8 bg16"; N: a half-warp a
+# row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
+# most N of them a multiprocessor, b0 no such limit; gL: groupNorm in one launch, L groups ahead,
+# only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
+# gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
 # shares of the copy in the same run; then a table of each benchmark's share in each run and its
 # best run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
 # Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
@@ -32,12 +33,12 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-runs="${ROWS_SWEEP:-0 b0 8 16 32 64 g2 g4 g8 g16}"
+runs="${ROWS_SWEEP:-0 b0 8 16 32 64 g4 g8 g16 bg4 bg8 bg16}"
 for run in $runs; do
   n="${run#b}" blocks=0 ahead=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
-  if [ "${run#g}" != "$run" ]; then
-    n=0 ahead="${run#g}" filter='BM_Copy/8192/3072|BM_GroupNorm'
+  if [ "${n#g}" != "$n" ]; then
+    ahead="${n#g}" n=0 filter='BM_Copy/8192/3072|BM_GroupNorm'
   fi
   head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead"
   echo "$head" | tee -a "$LOG"

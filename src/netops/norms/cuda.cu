@@ -358,7 +358,6 @@ constexpr unsigned kThreads = 32 * (1 + kChunkWarps);
 constexpr std::int64_t kPairs = kGroupSlices / 2;  // a group's slice pairs
 constexpr int kSteps = 8;                          // a lane's pieces loaded before their values
 constexpr std::int64_t kChunk = 4096;              // 4 rounds of a warp's 32 x kSteps pieces
-using Depth = slices::Shallow;
 
 /// The counters, each on a 128-byte line of its own (GroupNormPasses::counterBytes: the waiting
 /// warps of different groups poll different lines, so no one part of the L2 takes all the polls):
@@ -395,6 +394,7 @@ __device__ void waitFor(const unsigned long long* counter, std::int64_t n) {
   __threadfence();
 }
 
+template <class Depth>
 __device__ void sliceWarp(const Args& t, float* ring) {
   const exact::WarpRow row = slices::sliceRow(t.slices);
   float* stages = ring + (threadIdx.x / 16) * Depth::kStages * slices::kStageValues;
@@ -445,11 +445,12 @@ __device__ void chunkWarp(const Args& t) {
   }
 }
 
-/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (48 KiB: 4 blocks
-/// a multiprocessor; ptxas sm_90a: 80 registers).
+/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (Shallow: 48
+/// KiB, 4 blocks a multiprocessor; Deep: 96 KiB, 2; ptxas sm_90a: 80 registers).
+template <class Depth>
 __global__ void __launch_bounds__(kThreads) kernel(const Args t) {
   GIZML_DYNAMIC_SHARED(float, ring);
-  if (threadIdx.x < 32) sliceWarp(t, ring);
+  if (threadIdx.x < 32) sliceWarp<Depth>(t, ring);
   else chunkWarp(t);
 }
 
@@ -474,6 +475,7 @@ bool wanted(const GroupNormPasses::Args& p) {
   return lead() > 0 && p.counters != nullptr && slices::streamable(p.slices) && pieces::fit(p.channels);
 }
 
+template <class Depth>
 void launch(const Gpu& g, const GroupNormPasses::Args& p) {
   const std::int64_t groups = p.slices.rows / kGroupSlices, chunks = (p.channels.n + kChunk - 1) / kChunk;
   const Args t{p.slices, p.channels, p.counters, groups, lead(), chunks};
@@ -481,19 +483,27 @@ void launch(const Gpu& g, const GroupNormPasses::Args& p) {
   detail::cudaCheck(cudaMemsetAsync(p.counters, 0, GroupNormPasses::counterBytes(groups), detail::streamOf(g)),
                     GroupNorm::kName);
   const std::size_t bytes = slices::sharedBytes<Depth>();
-  detail::allowShared(g, GroupNorm::kName, kernel, bytes);
+  detail::allowShared(g, GroupNorm::kName, kernel<Depth>, bytes);
   // Enough blocks for every slice pair or for the chunks a chunk warp each, at most those resident.
   const std::int64_t chunkBlocks = (t.groupChunks() * groups + kChunkWarps - 1) / kChunkWarps;
   const std::int64_t blocks = kPairs * groups > chunkBlocks ? kPairs * groups : chunkBlocks;
-  detail::launch(g, GroupNorm::kName, kernel, detail::residentGrid(g, kernel, blocks, kThreads, bytes), t, bytes);
+  detail::launch(g, GroupNorm::kName, kernel<Depth>, detail::residentGrid(g, kernel<Depth>, blocks, kThreads, bytes), t,
+                 bytes);
 }
 }  // namespace ahead
 }  // namespace
 
-// Two launches (GroupNormSlices', GroupNorm's), or where GIZML_CUDA_GROUP_NORM_AHEAD=L one.
+// Two launches (GroupNormSlices', GroupNorm's), or where GIZML_CUDA_GROUP_NORM_AHEAD=L one (its
+// slices' ring the deeper one where GIZML_CUDA_ROW_BLOCKS=1 too).
 void GroupNormPasses::cuda(const Gpu& g, const Args& a) {
   if (a.slices.rows == 0) return;
-  if (ahead::wanted(a)) return ahead::launch(g, a);
+  if (ahead::wanted(a)) {
+    // The deeper ring as the first pass's launch takes it: with the switch, for slices that outlast
+    // the shallow one.
+    if (detail::rowBlocksWanted() && a.slices.n > slices::Shallow::kStages * slices::kStageValues)
+      return ahead::launch<slices::Deep>(g, a);
+    return ahead::launch<slices::Shallow>(g, a);
+  }
   GroupNormSlices::cuda(g, a.slices);
   GroupNorm::cuda(g, a.channels);
 }
