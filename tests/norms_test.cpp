@@ -369,6 +369,25 @@ TEST(GroupNormCuda, ManyGroupsEqualTheHost) {
   EXPECT_TRUE(sameBits(inPlace.toFloats(), netops::groupNorm(x, groups, w, b, 1e-6, false, DType::F32).toFloats()));
 }
 
+TEST(GroupNormCuda, WholePieceShapesEqualTheHost) {
+  // Shapes whose slices and channels are whole 16-byte pieces (the one launch of
+  // GIZML_CUDA_GROUP_NORM_AHEAD takes them, where it is set): one group; groups of one channel;
+  // channels of 4 values; 3 groups; channels of two chunks of 4096, the second of 64 values.
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const std::tuple<gizml::Shape, std::int64_t> cases[] = {
+      {{1, 64}, 1}, {{16, 4}, 1}, {{4, 4096}, 4}, {{3, 64, 64}, 3}, {{8, 4160}, 2}};
+  for (const auto& [shape, groups] : cases) {
+    SCOPED_TRACE(gizml::shapeString(shape) + " in " + std::to_string(groups));
+    const std::int64_t c = shape[0];
+    const Tensor x = host(randomFloats(Key{10, static_cast<std::uint32_t>(c)}, Tensor::empty(shape).numel()), shape);
+    const Tensor w = host(randomFloats(Key{11, 11}, c), {c}), b = host(randomFloats(Key{12, 12}, c), {c});
+    for (DType dtype : {DType::F32, DType::BF16})
+      EXPECT_TRUE(sameBits(netops::groupNorm(x.to(gpu), groups, w.to(gpu), b.to(gpu), 1e-5, true, dtype).toFloats(),
+                           netops::groupNorm(x, groups, w, b, 1e-5, true, dtype).toFloats()));
+  }
+}
+
 // ---- gatedNormAddInto ------------------------------------------------------------------------------------
 
 TEST(GatedNormAdd, AccuracyAgainstFloat64) {

@@ -11,7 +11,7 @@
 # and its first pass a deeper ring). And groupNorm in one launch, its first pass L groups ahead of
 # its second (GIZML_CUDA_GROUP_NORM_AHEAD=L, norms/cuda.cu "ahead"), so that the second reads x
 # from the L2; BM_GroupNormPass says what each pass of the two launches reaches alone.
-# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64 g4 g8 g16 bg4 bg8 bg16"; N: a half-warp a
+# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64 g4 g8 g12 g16 bg4 bg8 bg16"; N: a half-warp a
 # row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit; gL: groupNorm in one launch, L groups ahead,
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
@@ -33,7 +33,7 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-runs="${ROWS_SWEEP:-0 b0 8 16 32 64 g4 g8 g16 bg4 bg8 bg16}"
+runs="${ROWS_SWEEP:-0 b0 8 16 32 64 g4 g8 g12 g16 bg4 bg8 bg16}"
 for run in $runs; do
   n="${run#b}" blocks=0 ahead=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
