@@ -40,9 +40,18 @@ struct Deep {
   static constexpr int kStages = 12, kAhead = 16;
 };
 
+/// Half-warp h's ring starts h ringStride floats into the block's shared memory: its stages, then 16
+/// floats (64 bytes) unused. A warp's two half-warps read the same step together, lanes 0 - 15 and
+/// 16 - 31 each 16 consecutive floats of their own rings; a whole number of 32 banks apart (6 or
+/// 12 stages of 1024 floats) both would read banks 0 - 15, a 2-way conflict on every read.
+template <class Depth>
+constexpr std::int64_t ringStride() {
+  return Depth::kStages * kStageValues + 16;
+}
+
 template <class Depth>
 constexpr std::size_t sharedBytes() {
-  return sizeof(float) * kSlicesPerBlock * Depth::kStages * kStageValues;
+  return sizeof(float) * kSlicesPerBlock * ringStride<Depth>();
 }
 
 /// Whether every slice starts on 16 bytes and is whole 16-byte chunks (cp.async's unit).
@@ -112,7 +121,7 @@ __global__ void streamedKernel(const GroupNormSlices::Args a) {
   GIZML_DYNAMIC_SHARED(float, ring);
   const int half = static_cast<int>(threadIdx.x / 16);
   const exact::WarpRow row = sliceRow(a);
-  float* stages = ring + half * Depth::kStages * kStageValues;
+  float* stages = ring + half * ringStride<Depth>();
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kSlicesPerBlock;
   // Both half-warps of a warp leave together only if they run the same count of slices: the
   // loop runs to the first slice index past the end for both, and a half-warp past the end
@@ -397,7 +406,7 @@ __device__ void waitFor(const unsigned long long* counter, std::int64_t n) {
 template <class Depth>
 __device__ void sliceWarp(const Args& t, float* ring) {
   const exact::WarpRow row = slices::sliceRow(t.slices);
-  float* stages = ring + (threadIdx.x / 16) * Depth::kStages * slices::kStageValues;
+  float* stages = ring + (threadIdx.x / 16) * slices::ringStride<Depth>();
   for (;;) {
     const std::int64_t ticket = takeTicket(t.counter(0));
     if (ticket >= kPairs * t.groups) return;
@@ -446,7 +455,8 @@ __device__ void chunkWarp(const Args& t) {
 }
 
 /// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (Shallow: 48
-/// KiB, 4 blocks a multiprocessor; Deep: 96 KiB, 2; ptxas sm_90a: 80 registers).
+/// KiB and 128 bytes, 4 blocks a multiprocessor; Deep: 96 KiB and 128 bytes, 2; ptxas sm_90a: 80
+/// registers).
 template <class Depth>
 __global__ void __launch_bounds__(kThreads) kernel(const Args t) {
   GIZML_DYNAMIC_SHARED(float, ring);
