@@ -634,8 +634,8 @@ void groupNormRun(const Tensor& x, std::int64_t groups, const Tensor& w, const T
   // partial sums are followed by the one launch's counters (on 128 bytes: the sums of a group are
   // 128 bytes).
   const std::int64_t sums = groups * norms::kGroupSlices * 2,
-                     counters = x.device().isHost() ? 0 : norms::GroupNormPasses::counterBytes(groups) / 4;
-  Tensor partial = Tensor::empty({sums + counters}, DType::F32, x.device());
+                     counterFloats = x.device().isHost() ? 0 : norms::GroupNormPasses::counterBytes(groups) / 4;
+  Tensor partial = Tensor::empty({sums + counterFloats}, DType::F32, x.device());
   const norms::GroupNormSlices::Args slices{x.data<float>(), groups * norms::kGroupSlices,
                                             (length + norms::kGroupSlices - 1) / norms::kGroupSlices, length,
                                             partial.data<float>()};
@@ -643,8 +643,8 @@ void groupNormRun(const Tensor& x, std::int64_t groups, const Tensor& w, const T
   const norms::GroupNorm::Args channels{x.data<float>(), w.data<float>(), b.data<float>(), partial.data<float>(),
                                         eps32, act, c, spatial, c / groups,
                                         bf16 ? nullptr : y.data<float>(), bf16 ? y.data<std::uint16_t>() : nullptr};
-  auto* const counterAt = counters ? reinterpret_cast<unsigned long long*>(partial.data<float>() + sums) : nullptr;
-  detail::run<norms::GroupNormPasses>(gpu, {slices, channels, counterAt});
+  auto* const counters = counterFloats ? reinterpret_cast<unsigned long long*>(partial.data<float>() + sums) : nullptr;
+  detail::run<norms::GroupNormPasses>(gpu, {slices, channels, counters});
 }
 
 }  // namespace
