@@ -39,6 +39,13 @@ struct Shallow {
 struct Deep {
   static constexpr int kStages = 12, kAhead = 16;
 };
+/// The shallow ring with the deep one's 16 loads ahead, for groupNorm's one launch ("ahead"), whose
+/// slices run a few groups at a time and must each keep up with the second pass: a slice's time is
+/// its lanes' chains of steps, and a lane that loads 4 values from its stage then runs their steps
+/// waits out a shared-memory load's latency (some 30 cycles) every 4 values, 16 every 16.
+struct ShallowWide {
+  static constexpr int kStages = 6, kAhead = 16;
+};
 
 /// Half-warp h's ring starts h ringStride floats into the block's shared memory: its stages, then 16
 /// floats (64 bytes) unused. A warp's two half-warps read the same step together, lanes 0 - 15 and
@@ -454,7 +461,7 @@ __device__ void chunkWarp(const Args& t) {
   }
 }
 
-/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (Shallow: 48
+/// Dynamic shared memory: slices::sharedBytes<Depth>(), the slice warp's two rings (ShallowWide: 48
 /// KiB and 128 bytes, 4 blocks a multiprocessor; Deep: 96 KiB and 128 bytes, 2; ptxas sm_90a: 80
 /// registers).
 template <class Depth>
@@ -512,7 +519,7 @@ void GroupNormPasses::cuda(const Gpu& g, const Args& a) {
     // the shallow one.
     if (detail::rowBlocksWanted() && a.slices.n > slices::Shallow::kStages * slices::kStageValues)
       return ahead::launch<slices::Deep>(g, a);
-    return ahead::launch<slices::Shallow>(g, a);
+    return ahead::launch<slices::ShallowWide>(g, a);
   }
   GroupNormSlices::cuda(g, a.slices);
   GroupNorm::cuda(g, a.channels);
