@@ -11,14 +11,16 @@
 # and its first pass a deeper ring). And groupNorm in one launch, its first pass L groups ahead of
 # its second (GIZML_CUDA_GROUP_NORM_AHEAD=L, norms/cuda.cu "ahead"), so that the second reads x
 # from the L2; BM_GroupNormPass says what each pass of the two launches reaches alone.
-# For each run of ROWS_SWEEP (default "0 b0 8 16 32 64 g4 g8 g12 g16 bg4 bg8 bg16"; N: a half-warp a
-# row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
+# For each run of ROWS_SWEEP (default "0 b0 g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16", the likeliest
+# answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit; gL: groupNorm in one launch, L groups ahead,
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
 # gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
 # shares of the copy in the same run; then a table of each benchmark's share in each run and its
 # best run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
-# Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run.
+# Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run and ROWS_SWEEP_TOTAL (420 s)
+# all of them, so that the table is written within one device call after gpu-check.sh (some 125 s
+# on an H200): the runs past it are left out, and said to be.
 #   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,8 +35,16 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-runs="${ROWS_SWEEP:-0 b0 8 16 32 64 g4 g8 g12 g16 bg4 bg8 bg16}"
-for run in $runs; do
+total="${ROWS_SWEEP_TOTAL:-420}" start=$SECONDS ran=""
+for run in ${ROWS_SWEEP:-0 b0 g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16}; do
+  left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
+  if [ "$left" -lt 10 ]; then
+    echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s) spent: the runs from $run on left out" | tee -a "$LOG"
+    status=1
+    break
+  fi
+  [ "$left" -lt "$limit" ] && limit=$left
+  ran="$ran $run"
   n="${run#b}" blocks=0 ahead=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
   if [ "${n#g}" != "$n" ]; then
@@ -43,7 +53,7 @@ for run in $runs; do
   head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead"
   echo "$head" | tee -a "$LOG"
   if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" timeout "${ROWS_SWEEP_LIMIT:-60}" "$BENCH" \
+    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" timeout "$limit" "$BENCH" \
     --benchmark_filter="$filter" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
     echo "gpu-rows-sweep: the run $run failed or timed out (see $LOG)" | tee -a "$LOG"
     status=1
@@ -53,6 +63,7 @@ for run in $runs; do
 done
 # One line a benchmark, its share in each run side by side (the runs in ROWS_SWEEP's order), and
 # the run that gave it the largest share.
+runs="${ran# }"
 echo "== shares of the copy, a column a run: $runs; then the best run" | tee -a "$LOG"
 awk -v runs="$runs" '/^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
      /share of the copy/ {s = 1; next}
