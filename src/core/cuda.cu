@@ -97,16 +97,19 @@ void cudaRelease(int device, void* p) noexcept {
 
 // ---- the row launches' grid ------------------------------------------------------------------
 
+long wholeNumberFromEnvironment(const char* name, long most) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > most)
+    throw Error(std::string("gizml: ") + name + ": expected a whole number from 0 to " + std::to_string(most) +
+                ", got '" + v + "'");
+  return n;
+}
+
 unsigned rowBlocksCap(int device, int rowsPerBlock) {
-  static const long rowsPerSm = [] {
-    const char* v = std::getenv("GIZML_CUDA_ROWS_PER_SM");
-    if (!v || !*v) return 0L;
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (*end != '\0' || n < 0 || n > (1L << 20))
-      throw Error(std::string("gizml: GIZML_CUDA_ROWS_PER_SM: expected a whole number from 0 to 2^20, got '") + v + "'");
-    return n;
-  }();
+  static const long rowsPerSm = wholeNumberFromEnvironment("GIZML_CUDA_ROWS_PER_SM", 1L << 20);
   if (rowsPerSm == 0) return kMostBlocks;
   const unsigned sms = multiprocessors(device);
   if (sms == 0) return kMostBlocks;

@@ -4,9 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "core/cuda_launch.cuh"
 #include "core/cuda_row_blocks.cuh"
@@ -473,16 +471,7 @@ __global__ void __launch_bounds__(kThreads) kernel(const Args t) {
 
 /// L, from GIZML_CUDA_GROUP_NORM_AHEAD (0: two launches), read once a process.
 std::int64_t lead() {
-  static const std::int64_t l = [] {
-    const char* v = std::getenv("GIZML_CUDA_GROUP_NORM_AHEAD");
-    if (!v || !*v) return std::int64_t{0};
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (*end != '\0' || n < 0 || n > 1024)
-      throw Error(std::string("gizml: GIZML_CUDA_GROUP_NORM_AHEAD: expected a whole number from 0 to 1024, got '") + v +
-                  "'");
-    return std::int64_t{n};
-  }();
+  static const std::int64_t l = detail::wholeNumberFromEnvironment("GIZML_CUDA_GROUP_NORM_AHEAD", 1024);
   return l;
 }
 
