@@ -66,6 +66,24 @@ Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned thr
   return grid;
 }
 
+/// A row of F32 values (n a multiple of 256) copied to shared memory with 16 floats of padding
+/// after each 256-block: element e at e + 16 (e / 256). Where a warp's two half-warps each read a
+/// 256-block of the copy a step at a time (a lane's value k at 16 k + lane: the Hadamard
+/// transform's layout, quant/cuda.cu), their blocks are a whole number of 256 floats apart, and
+/// without padding both half-warps read the same 16 of the 32 banks at every step: a 2-way
+/// conflict on every read. Padded, neighbouring blocks are 272 floats apart, and the two
+/// half-warps read the two halves of the banks. A half-warp reading the whole row a step at a time
+/// (its statistics) reads 16 consecutive floats each step, as unpadded. Read through
+/// exact::WarpRow::At::load (at(e)).
+struct BlockPaddedRow {
+  const float* copy;
+  /// Where element e lies in the copy.
+  GIZML_HD static std::int64_t padded(std::int64_t e) { return e + ((e >> 8) << 4); }
+  /// The floats a copy of a row of n values takes (a multiple of 4: whole 16-byte chunks).
+  GIZML_HD static std::int64_t floats(std::int64_t n) { return padded(n); }
+  GIZML_HD float at(std::int64_t e) const { return copy[padded(e)]; }
+};
+
 #if defined(__CUDACC__)
 /// Starts copying a row of n values of T (stageable) from `from` to `to` (shared memory, 16-byte
 /// aligned) with cp.async, the block's threads a chunk in turn: one commit group a thread.
@@ -107,6 +125,21 @@ __device__ void forStaged(std::int64_t items, std::int64_t perBuffer, T* buffers
 template <class T, class RowOf, class Work>
 __device__ void forStagedRows(std::int64_t rows, std::int64_t n, T* buffers, RowOf rowOf, Work work) {
   forStaged(rows, n, buffers, [&](std::int64_t r, T* to) { copyRow(to, rowOf(r), n); }, work);
+}
+
+/// forStagedRows for rows of n F32 values (a multiple of 256) copied as BlockPaddedRow lays them
+/// out: work(r, BlockPaddedRow{copy}).
+template <class RowOf, class Work>
+__device__ void forStagedPaddedRows(std::int64_t rows, std::int64_t n, float* buffers, RowOf rowOf, Work work) {
+  forStaged(
+      rows, BlockPaddedRow::floats(n), buffers,
+      [&](std::int64_t r, float* to) {
+        const float* from = rowOf(r);
+        for (std::int64_t c = threadIdx.x; c < n / 4; c += blockDim.x)  // 16-byte chunks
+          exact::mma::copyChunk16(to + BlockPaddedRow::padded(4 * c), from + 4 * c);
+        exact::mma::commitCopies();
+      },
+      [&](std::int64_t r, const float* copy) { work(r, BlockPaddedRow{copy}); });
 }
 
 /// Row r of Kernel with the whole block (every thread calls it), its staged input at `staged`.
@@ -164,6 +197,11 @@ __global__ void stagedMappedRowsKernel(const typename Kernel::Args a, const Erro
 template <class T>
 std::size_t stagedSharedBytes(std::int64_t n) {
   return 2 * static_cast<std::size_t>(n) * sizeof(T);
+}
+
+/// The same for rows of n F32 values laid out as BlockPaddedRow (n a multiple of 256).
+inline std::size_t stagedPaddedSharedBytes(std::int64_t n) {
+  return 2 * static_cast<std::size_t>(BlockPaddedRow::floats(n)) * sizeof(float);
 }
 
 /// Lets `kernel` take `bytes` of dynamic shared memory a block on `device` where that is over the

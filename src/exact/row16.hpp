@@ -393,6 +393,13 @@ struct WarpRow : RowSums<WarpRow> {
     GIZML_HD void store(std::uint16_t* row, float v) const { row[i] = floatToBF16(v); }
     GIZML_HD void stream(float* row, float v) const { row[i] = v; }
     GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
+    /// A row laid out otherwise than contiguously (a copy in shared memory padded against bank
+    /// conflicts: core/cuda_row_blocks.cuh's BlockPaddedRow): its element i is row.at(i).
+    template <class Laid>
+      requires requires(const Laid& laid) { laid.at(std::int64_t{}); }
+    GIZML_HD float load(const Laid& row) const {
+      return row.at(i);
+    }
     GIZML_HD float oneHot(std::int64_t index) const { return i == index ? 1.0f : 0.0f; }
   };
 
@@ -515,15 +522,16 @@ struct WarpRow : RowSums<WarpRow> {
 
 // ---- statistics on either form --------------------------------------------------------------------------
 
-// T is float, or std::uint16_t for a row of BF16 values.
+// x is a const float*, a const std::uint16_t* (a row of BF16 values), or on a GPU a row whose At::load
+// takes it (WarpRow::At's laid-out rows).
 
 /// layerNorm's row statistics: mean = sum16(x) / n; d = x - mean; var = dot16(d, d) / n;
 /// rstd = 1 / sqrt(var + eps).
 struct MeanRstd {
   float mean, rstd;
 };
-template <class Row, class T>
-GIZML_HD MeanRstd layerNormStats(const Row& row, const T* x, float eps) {
+template <class Row, class X>
+GIZML_HD MeanRstd layerNormStats(const Row& row, X x, float eps) {
   const float nf = static_cast<float>(row.n);
   const float mean = row.sum16([&](const auto& at) { return at.load(x); }) / nf;
   const float var = row.dot16([&](const auto& at) {
@@ -534,8 +542,8 @@ GIZML_HD MeanRstd layerNormStats(const Row& row, const T* x, float eps) {
 }
 
 /// The RMS norm's scale: rsqrt(dot16(x, x) / n + eps), rsqrt(v) being 1 / sqrt(v).
-template <class Row, class T>
-GIZML_HD float rmsScale(const Row& row, const T* x, float eps) {
+template <class Row, class X>
+GIZML_HD float rmsScale(const Row& row, X x, float eps) {
   const float meanSquare = row.dot16([&](const auto& at) {
     const auto v = at.load(x);
     return factors(v, v);

@@ -146,8 +146,9 @@ GIZML_HD void normRotateHalves(const Row& halves, T* v, float scale, const float
 // ---- the ops' kernels ----------------------------------------------------------------------------------
 
 /// The row statistics of modulatedNorm: centered, layerNorm's (mean, rstd); else (0, rmsScale).
-template <class Row>
-GIZML_HD exact::MeanRstd modulatedStats(const Row& row, const float* x, float eps, bool centered) {
+/// x: the row (a const float*, or a copy laid out otherwise: exact::layerNormStats).
+template <class Row, class X>
+GIZML_HD exact::MeanRstd modulatedStats(const Row& row, X x, float eps, bool centered) {
   if (centered) return exact::layerNormStats(row, x, eps);
   return {0.0f, exact::rmsScale(row, x, eps)};
 }

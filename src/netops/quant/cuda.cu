@@ -16,8 +16,9 @@ namespace {
 // keeps them in its registers (16 values a lane a block, the layout of exact/hadamard.hpp); the
 // row's max |y| is the largest of the half-warps' maxima (a maximum is order-free: the same s);
 // then each half-warp codes its own blocks. modulatedInt8Rows first copies the row's x to shared
-// memory (core/cuda_row_blocks.cuh: the next row's copy in flight meanwhile) and one half-warp
-// finds its statistics there. Each block's values are the row function's
+// memory (core/cuda_row_blocks.cuh: the next row's copy in flight meanwhile; padded after each
+// 256-block, BlockPaddedRow, so that a warp's two half-warps read their blocks from different
+// banks) and one half-warp finds its statistics there. Each block's values are the row function's
 // (ModulatedInt8Rows::block, BlockRows::transformed): the same bits. Not measured on a GPU yet
 // (cuda_row_blocks.cuh).
 
@@ -78,7 +79,8 @@ __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
     codeRowBlocks<K>(row, a, r, halfMax, [&](std::int64_t b, float(&v)[16]) { a.transformed(row, r * a.n + b, v); });
 }
 
-/// Dynamic shared memory: two rows of x (n floats each: detail::forStagedRows).
+/// Dynamic shared memory: two rows of x, each padded after every 256-block
+/// (detail::forStagedPaddedRows): a warp's two half-warps read two blocks of the copy together.
 template <int K>
 __global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
   GIZML_DYNAMIC_SHARED(float, staging);
@@ -87,9 +89,9 @@ __global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, co
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   const Int8Rows::Args codes = ModulatedInt8Rows::codeArgs(a);
   const bool storeY = a.norm.yBF16 != nullptr;
-  detail::forStagedRows(
+  detail::forStagedPaddedRows(
       a.rows, a.n, staging, [&](std::int64_t r) { return a.norm.x + r * a.n; },
-      [&](std::int64_t r, const float* x) {
+      [&](std::int64_t r, const detail::BlockPaddedRow x) {
         if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) return;  // the whole block skips
         if (threadIdx.x < 16) {
           const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
@@ -98,7 +100,9 @@ __global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, co
         __syncthreads();
         const exact::MeanRstd st = stats;  // read by every thread before codeRowBlocks' first __syncthreads
         codeRowBlocks<K>(row, codes, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
-          ModulatedInt8Rows::block(row, a, r, st, b, storeY, v, x);
+          // The block's elements b ... b + 255 lie one after another in the copy, from padded(b):
+          // a plain pointer for them, no padding to work out a load.
+          ModulatedInt8Rows::block(row, a, r, st, b, storeY, v, x.copy + (detail::BlockPaddedRow::padded(b) - b));
         });
       });
 }
@@ -119,7 +123,7 @@ void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
   if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
     return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
-  const std::size_t shared = detail::stagedSharedBytes<float>(a.n);
+  const std::size_t shared = detail::stagedPaddedSharedBytes(a.n);
   const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
   detail::allowShared(g, kName, kernel, shared);
   detail::launchChecked(g, kName, {"map"}, kernel, detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a,
