@@ -1,10 +1,12 @@
 // The GPU simulator's own semantics (src/sim/, README "The GPU simulator"), in GIZML_CUDA_SIM builds
 // only: kernels of a few lines, launched straight through the simulator's runtime, whose results
 // are what CUDA defines: shuffles with masks and widths, a vote, __syncthreads, cp.async landing at
-// its wait, and the launches and waits a GPU would refuse or never finish failing as such.
+// its wait, blocks resident at once (GIZML_SIM_RESIDENT_BLOCKS) each with its own shared memory, and
+// the launches and waits a GPU would refuse or never finish failing as such.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -168,6 +170,62 @@ TEST(GpuSimulator, DeadlocksTrapsAndRefusedLaunchesFailTheLaunch) {
             cudaErrorInvalidValue);  // over an H200's 227 KiB
   GIZML_LAUNCH(1, 2048, 0, nullptr, trapKernel)(out.p);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+}
+
+// Block 0 waits (a volatile poll with __nanosleep) for a flag that the grid's last block sets:
+// a GPU finishes it only while both are resident. out[b * blockDim.x + t]: block b's static shared
+// value (b + 1), written before the wait and read after it.
+__global__ void waitForTheLastBlockKernel(int* flag, int* out) {
+  __shared__ int mine;
+  if (threadIdx.x == 0) mine = static_cast<int>(blockIdx.x) + 1;
+  __syncthreads();
+  if (threadIdx.x == 0 && blockIdx.x == 0)
+    while (*static_cast<volatile int*>(flag) == 0) __nanosleep(64);
+  if (threadIdx.x == 0 && blockIdx.x + 1 == gridDim.x) *static_cast<volatile int*>(flag) = 1;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = mine;
+}
+
+/// Sets GIZML_SIM_RESIDENT_BLOCKS for a scope (unset where `value` is null), as it was after.
+struct ResidentBlocks {
+  std::string before;
+  bool had;
+  explicit ResidentBlocks(const char* value) {
+    const char* b = std::getenv("GIZML_SIM_RESIDENT_BLOCKS");
+    had = b != nullptr;
+    if (had) before = b;
+    if (value) setenv("GIZML_SIM_RESIDENT_BLOCKS", value, 1);
+    else unsetenv("GIZML_SIM_RESIDENT_BLOCKS");
+  }
+  ~ResidentBlocks() {
+    if (had) setenv("GIZML_SIM_RESIDENT_BLOCKS", before.c_str(), 1);
+    else unsetenv("GIZML_SIM_RESIDENT_BLOCKS");
+  }
+};
+
+TEST(GpuSimulator, ResidentBlocksRunAtOnceEachWithItsOwnSharedMemory) {
+  DeviceBuffer<int> flag(1), out(3 * 64);
+  // The launch of 3 blocks of 64 threads with `resident` at once (null: unset); its error.
+  const auto launchWith = [&](const char* resident) {
+    ResidentBlocks set(resident);
+    cudaMemset(flag.p, 0, sizeof(int));
+    cudaMemset(out.p, 0, 3 * 64 * sizeof(int));
+    GIZML_LAUNCH(3, 64, 0, nullptr, waitForTheLastBlockKernel)(flag.p, out.p);
+    return lastError();
+  };
+  const std::string e = launchWith(nullptr);  // one block at a time: block 0 waits for ever
+  EXPECT_NE(e.find("deadlock"), std::string::npos) << e;
+  EXPECT_NE(e.find("block (0, 0, 0), thread (0, 0, 0) waits at __nanosleep"), std::string::npos) << e;
+  // 2: blocks 0 and 1, and block 2 once block 1 ends, beside the waiting 0. 3: all at once.
+  for (const char* resident : {"2", "3"}) {
+    EXPECT_EQ(launchWith(resident), "") << resident;
+    const std::vector<int> o = out.read();
+    for (int b = 0; b < 3; ++b)
+      for (int t = 0; t < 64; ++t) ASSERT_EQ(o[b * 64 + t], b + 1) << resident << ": block " << b << ", thread " << t;
+  }
+  ResidentBlocks bad("many");
+  GIZML_LAUNCH(1, 32, 0, nullptr, waitForTheLastBlockKernel)(flag.p, out.p);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);  // and the simulator says why on stderr
 }
 
 TEST(GpuSimulator, MemoryStartsAsNaNsAndFreeingWhatWasNotAllocatedFails) {

@@ -168,15 +168,14 @@ int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, 
 void allowSharedOnce(int device, const char* function, const void* kernel, std::size_t bytes) {
   KernelFacts& f = kernelFacts();
   const auto key = std::make_pair(device, kernel);
-  {
-    std::lock_guard<std::mutex> g(f.lock);
-    if (const auto it = f.sharedAllowed.find(key); it != f.sharedAllowed.end() && it->second >= bytes) return;
-  }
-  useDevice(device, function);
-  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
+  // Held across the setting too: CUDA keeps the last value set, so two host threads allowing 60
+  // and 100 KiB must not leave 60 set where 100 is recorded.
   std::lock_guard<std::mutex> g(f.lock);
   std::size_t& allowed = f.sharedAllowed[key];
-  if (allowed < bytes) allowed = bytes;
+  if (allowed >= bytes) return;
+  useDevice(device, function);
+  cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
+  allowed = bytes;
 }
 
 bool rowBlocksWanted() {

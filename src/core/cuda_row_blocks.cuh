@@ -204,14 +204,17 @@ inline std::size_t stagedPaddedSharedBytes(std::int64_t n) {
   return 2 * static_cast<std::size_t>(BlockPaddedRow::floats(n)) * sizeof(float);
 }
 
-/// Lets `kernel` take `bytes` of dynamic shared memory a block on `device` where that is over the
-/// 48 KiB it may take without asking; asks CUDA only where the kernel has not been allowed as many
-/// bytes there before (cuda.cu).
+/// Lets `kernel` take `bytes` of dynamic shared memory a block on `device`; asks CUDA only where
+/// the kernel has not been allowed as many bytes there before (cuda.cu).
 void allowSharedOnce(int device, const char* function, const void* kernel, std::size_t bytes);
 
+/// allowSharedOnce for every launch with dynamic shared memory, not only those over 48 KiB: a
+/// kernel may take 48 KiB without asking in all, its static __shared__ variables included, so
+/// one with a few static bytes (stagedRowsKernel's, pixelTiles' scales) and a dynamic 48 KiB
+/// (rows of 24 KiB staged twice) must ask too, or its launch fails.
 template <class Kernel>
 void allowShared(const Gpu& g, const char* function, Kernel* kernel, std::size_t bytes) {
-  if (bytes > 48 * 1024) allowSharedOnce(g.device.index, function, reinterpret_cast<const void*>(kernel), bytes);
+  if (bytes > 0) allowSharedOnce(g.device.index, function, reinterpret_cast<const void*>(kernel), bytes);
 }
 
 /// The threads of a block a row for the staged row ops: 4 warps (at two rows of 12 KiB, a [., 3072]

@@ -1,18 +1,23 @@
 // The GPU simulator (GIZML_CUDA_SIM builds; README "The GPU simulator"): the runtime of
 // sim/include/cuda_runtime.h and the device side of sim/cuda_sim.hpp.
 //
-// A launch runs its blocks one after another on the calling thread. A block's threads are fibers
-// (each its own stack; the switch below saves what the x86-64 System V ABI has the callee keep),
-// resumed in turn by the block's scheduler; a fiber gives up its turn only where it must wait for
-// others. When a whole round of turns lets no thread go on, the threads wait for something that will
-// never happen (a __syncthreads or a shuffle that some threads skip): the launch fails, naming where
-// each waits. Failures (a deadlock, a misused instruction, __trap) end the launch and come back as
+// A launch runs its blocks on the calling thread, GIZML_SIM_RESIDENT_BLOCKS of them at once (1,
+// one after another, unless set; up to 64), each starting as an earlier one ends, in the grid's
+// order. A block's threads are fibers (each its own stack; the switch below saves what the x86-64
+// System V ABI has the callee keep), resumed in turn by the scheduler, block after block; a fiber
+// gives up its turn only where it must wait for others. So blocks that wait on each other through
+// global memory (a ticket, a counter polled with __nanosleep) run as on a GPU that holds that many
+// at once, in one interleaving of the many a GPU may take (memory stays sequentially consistent:
+// a missing fence does not show). When a whole round of turns lets no thread go on, the threads
+// wait for something that will never happen (a __syncthreads or a shuffle that some threads skip,
+// a spin-wait on a block that never runs): the launch fails, naming where each waits. Failures (a deadlock, a misused instruction, __trap) end the launch and come back as
 // cudaErrorLaunchFailure from cudaGetLastError, with the simulator's words in cudaGetErrorString and
 // on stderr.
 #include <sys/mman.h>
 
 #include <bit>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -83,6 +89,7 @@ namespace {
 
 constexpr std::size_t kStackBytes = 256 * 1024;
 constexpr int kMaxThreads = 1024;
+constexpr int kMostResidentBlocks = 64;
 constexpr std::size_t kDefaultShared = 48 * 1024, kMaxShared = 227 * 1024;  // an H200's limits
 
 /// A failure of the running launch (a deadlock, a misused instruction, __trap).
@@ -108,6 +115,7 @@ struct Fiber {
   void* sp = nullptr;
   ThreadIndices idx{};
   int tid = 0;
+  int stack = 0;  // its stack (stackOf): the block's resident slot's range, then tid
   bool done = false;
   const char* waitingAt = nullptr;
   std::vector<PendingCopy> copies;
@@ -149,15 +157,16 @@ struct Block {
 thread_local Block* tBlock = nullptr;
 thread_local Fiber* tFiber = nullptr;
 
-/// The stacks of the fibers, kept across launches (their pages are touched only as used).
-char* stackOf(int tid) {
+/// The stacks of the fibers, kept across launches (their pages are touched only as used): stack
+/// slot * kMaxThreads + tid for thread tid of the block in resident slot `slot`.
+char* stackOf(int stack) {
   static thread_local std::vector<char*> stacks;
-  while (static_cast<int>(stacks.size()) <= tid) {
+  while (static_cast<int>(stacks.size()) <= stack) {
     void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) std::abort();
     stacks.push_back(static_cast<char*>(p));
   }
-  return stacks[tid];
+  return stacks[stack];
 }
 
 // The two directions of a switch. Under AddressSanitizer each tells it which stack runs next (its
@@ -170,7 +179,7 @@ thread_local std::size_t tSchedulerStackBytes = 0;
 void switchToFiber(Fiber& f) {
 #if GIZML_SIM_ASAN
   void* fake = nullptr;
-  __sanitizer_start_switch_fiber(&fake, stackOf(f.tid), kStackBytes);
+  __sanitizer_start_switch_fiber(&fake, stackOf(f.stack), kStackBytes);
 #endif
   gizmlSimSwitch(&tBlock->schedulerSp, f.sp);
 #if GIZML_SIM_ASAN
@@ -241,7 +250,7 @@ void fiberEntry(Fiber* f) {
 void prepareFiber(Fiber& f) {
   // The stack as gizmlSimSwitch leaves it: MXCSR and control word, r15 .. rbp, then the return
   // address gizmlSimStart; after the `ret` the stack is 16-byte aligned for its call.
-  char* const stack = stackOf(f.tid);
+  char* const stack = stackOf(f.stack);
 #if GIZML_SIM_ASAN
   ASAN_UNPOISON_MEMORY_REGION(stack, kStackBytes);  // a fiber left mid-kernel by a failure poisoned its frames
 #endif
@@ -483,6 +492,58 @@ std::mutex& launchLock() {
   return m;
 }
 
+/// The OS threads that run the resident blocks past the first (GIZML_SIM_RESIDENT_BLOCKS): a
+/// block's static shared memory is thread_local (cuda_sim.hpp: `__shared__`), as are the fibers'
+/// stacks and the running block, so blocks at once need a thread each. The threads take turns with
+/// the launching one, never two at once (run waits for its job's end): the simulation stays on one
+/// thread of control. Kept across launches (launches are serial: launchLock), never ended.
+class BlockThreads {
+ public:
+  /// Runs `job` on the thread of resident slot `slot` (0: the calling one) and waits for its end.
+  void run(int slot, const std::function<void()>& job) {
+    if (slot == 0) return job();
+    Worker& w = worker(slot);
+    std::unique_lock<std::mutex> g(w.m);
+    w.job = &job;
+    w.done = false;
+    w.cv.notify_all();
+    w.cv.wait(g, [&] { return w.done; });
+  }
+
+ private:
+  struct Worker {
+    std::mutex m;
+    std::condition_variable cv;
+    const std::function<void()>* job = nullptr;
+    bool done = false;
+  };
+  std::deque<Worker> workers_;  // a deque: each thread holds a reference to its Worker
+
+  Worker& worker(int slot) {
+    while (static_cast<int>(workers_.size()) < slot) {
+      Worker& w = workers_.emplace_back();
+      std::thread([&w] {
+        std::unique_lock<std::mutex> g(w.m);
+        for (;;) {
+          w.cv.wait(g, [&] { return w.job != nullptr; });
+          const std::function<void()>* job = w.job;
+          g.unlock();
+          (*job)();
+          g.lock();
+          w.job = nullptr;
+          w.done = true;
+          w.cv.notify_all();
+        }
+      }).detach();
+    }
+    return workers_[slot - 1];
+  }
+};
+BlockThreads& blockThreads() {
+  static BlockThreads* t = new BlockThreads;  // never destroyed: its threads wait on it until exit
+  return *t;
+}
+
 struct RuntimeState {
   std::mutex lock;
   std::unordered_map<void*, std::size_t> allocations;
@@ -504,8 +565,8 @@ cudaError_t launchError(const std::string& what, cudaError_t code) {
   return code;
 }
 
-/// Runs one block; its failure, or "".
-std::string runBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
+/// Makes `blk` block `at` of the launch, its threads' stacks those of resident slot `slot`.
+void startBlock(Block& blk, int slot, dim3 at, dim3 grid, dim3 block, void* shared) {
   const int threads = static_cast<int>(block.x * block.y * block.z);
   blk.fibers.assign(threads, Fiber{});
   blk.warps.assign((threads + 31) / 32, Warp{});
@@ -515,6 +576,7 @@ std::string runBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
   for (int t = 0; t < threads; ++t) {
     Fiber& f = blk.fibers[t];
     f.tid = t;
+    f.stack = slot * kMaxThreads + t;
     f.idx.threadIndex = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
     f.idx.blockIndex = at;
     f.idx.blockShape = block;
@@ -523,26 +585,30 @@ std::string runBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
     f.idx.lane = static_cast<unsigned>(t % 32);
     prepareFiber(f);
   }
+}
+
+/// A turn for each of blk's live threads, until one fails the launch (blk.failure).
+void runTurns(Block& blk) {
   tBlock = &blk;
-  while (blk.live > 0 && blk.failure.empty()) {
-    const std::uint64_t before = blk.progress;
-    for (Fiber& f : blk.fibers) {
-      if (f.done) continue;
-      tFiber = &f;
-      switchToFiber(f);
-      tFiber = nullptr;
-      if (!blk.failure.empty()) break;
-    }
-    if (blk.failure.empty() && blk.live > 0 && blk.progress == before) {
-      std::string what = "deadlock: no thread can go on;";
-      int shown = 0;
-      for (const Fiber& f : blk.fibers)
-        if (!f.done && shown++ < 4) what += " " + describe(f) + " waits at " + (f.waitingAt ? f.waitingAt : "?") + ";";
-      blk.failure = what + " " + std::to_string(blk.live) + " threads wait";
-    }
+  for (Fiber& f : blk.fibers) {
+    if (f.done) continue;
+    tFiber = &f;
+    switchToFiber(f);
+    tFiber = nullptr;
+    if (!blk.failure.empty()) break;
   }
   tBlock = nullptr;
-  return blk.failure;
+}
+
+/// GIZML_SIM_RESIDENT_BLOCKS: the blocks a launch runs at once (1 unless set), or 0 where the
+/// variable is not a whole number from 1 to kMostResidentBlocks. Read at every launch (a test may
+/// change it between two).
+int residentBlocks() {
+  const char* v = std::getenv("GIZML_SIM_RESIDENT_BLOCKS");
+  if (v == nullptr || *v == '\0') return 1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 1 && n <= kMostResidentBlocks ? static_cast<int>(n) : 0;
 }
 
 }  // namespace
@@ -570,23 +636,75 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
       return;
     }
   }
+  const int resident = residentBlocks();
+  if (resident == 0) {
+    launchError("GIZML_SIM_RESIDENT_BLOCKS is not a whole number from 1 to " + std::to_string(kMostResidentBlocks),
+                cudaErrorInvalidValue);
+    return;
+  }
   std::lock_guard<std::mutex> serial(launchLock());
-  // Exactly the launch's bytes, 16-byte aligned (AddressSanitizer sees a read past them).
-  void* sharedAt = nullptr;
-  if (posix_memalign(&sharedAt, 16, dynamicShared == 0 ? 1 : dynamicShared) != 0) std::abort();
-  const std::unique_ptr<void, decltype(&std::free)> sharedOwner(sharedAt, &std::free);
-  Block blk;
-  blk.body = &body;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        std::memset(sharedAt, 0xff, dynamicShared);  // shared memory starts as whatever was there
-        const std::string failure = runBlock(blk, dim3(x, y, z), grid, block, sharedAt);
-        if (!failure.empty()) {
-          launchError("a kernel failed: " + failure, cudaErrorLaunchFailure);
-          return;
-        }
+  const std::uint64_t blocks = static_cast<std::uint64_t>(grid.x) * grid.y * grid.z;
+  const int slots = static_cast<int>(blocks < static_cast<std::uint64_t>(resident) ? blocks : resident);
+  // Each resident block's shared memory: exactly the launch's bytes, 16-byte aligned
+  // (AddressSanitizer sees a read past them).
+  struct Resident {
+    Block blk;
+    std::unique_ptr<void, decltype(&std::free)> shared{nullptr, &std::free};
+    bool running = false;
+  };
+  std::vector<Resident> slot(slots);
+  std::uint64_t next = 0;  // the grid's next block to start, x fastest
+  const auto startNext = [&](int s) {
+    Resident& r = slot[s];
+    r.running = next < blocks;
+    if (!r.running) return;
+    const dim3 at(static_cast<unsigned>(next % grid.x), static_cast<unsigned>(next / grid.x % grid.y),
+                  static_cast<unsigned>(next / (static_cast<std::uint64_t>(grid.x) * grid.y)));
+    ++next;
+    std::memset(r.shared.get(), 0xff, dynamicShared);  // shared memory starts as whatever was there
+    blockThreads().run(s, [&] { startBlock(r.blk, s, at, grid, block, r.shared.get()); });
+  };
+  for (int s = 0; s < slots; ++s) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 16, dynamicShared == 0 ? 1 : dynamicShared) != 0) std::abort();
+    slot[s].shared.reset(p);
+    slot[s].blk.body = &body;
+    startNext(s);
+  }
+  // Rounds of a turn for every live thread of every running block; a round in which none moves on
+  // (and no block ends, so none starts) is a deadlock.
+  const auto progress = [&] {
+    std::uint64_t sum = next;
+    for (const Resident& r : slot) sum += r.blk.progress;
+    return sum;
+  };
+  for (bool running = slots > 0; running;) {
+    const std::uint64_t before = progress();
+    running = false;
+    for (int s = 0; s < slots; ++s) {
+      Resident& r = slot[s];
+      if (!r.running) continue;
+      blockThreads().run(s, [&] { runTurns(r.blk); });
+      if (!r.blk.failure.empty()) {
+        launchError("a kernel failed: " + r.blk.failure, cudaErrorLaunchFailure);
+        return;
       }
+      if (r.blk.live == 0) startNext(s);
+      running = running || r.running;
+    }
+    if (running && progress() == before) {
+      std::string what = "deadlock: no thread can go on;";
+      int shown = 0, waiting = 0;
+      for (const Resident& r : slot) {
+        if (!r.running) continue;
+        waiting += r.blk.live;
+        for (const Fiber& f : r.blk.fibers)
+          if (!f.done && shown++ < 4) what += " " + describe(f) + " waits at " + (f.waitingAt ? f.waitingAt : "?") + ";";
+      }
+      launchError("a kernel failed: " + what + " " + std::to_string(waiting) + " threads wait", cudaErrorLaunchFailure);
+      return;
+    }
+  }
 }
 
 cudaError_t funcSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {

@@ -446,6 +446,9 @@ __device__ void chunkWarp(const Args& t) {
     }
     s.mean = __shfl_sync(0xffffffffu, s.mean, 0);
     s.rstd = __shfl_sync(0xffffffffu, s.rstd, 0);
+    // Lane 0's wait orders the other lanes' stores too (y may be x, which the group's slices read):
+    // the PTX memory model gives that order to a warp barrier, not to a shuffle.
+    __syncwarp();
     const float w = a.w[ch], b = a.b[ch];
     for (std::int64_t p0 = lane; p0 < count; p0 += 32 * kSteps) {
       float4 v[kSteps];
