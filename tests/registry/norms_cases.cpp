@@ -25,8 +25,10 @@ struct NormShape {
   std::uint32_t seed() const { return static_cast<std::uint32_t>(rows * 10000 + n); }
   std::string name() const { return dims({rows, n}); }
 };
-const NormShape kShapes[] = {{1, 1},   {3, 2},    {2, 15},   {3, 16},   {4, 17},   {3, 255},
-                             {2, 256}, {5, 257},  {2, 4097}, {37, 257}, {300, 17}, {64, 1024, true}};
+// {3, 6144}: rows of 24 KiB, two of which a GPU block a row stages (GIZML_CUDA_ROW_BLOCKS=1): 48
+// KiB of dynamic shared memory beside the kernel's static bytes, which it may take only when asked.
+const NormShape kShapes[] = {{1, 1},   {3, 2},    {2, 15},   {3, 16},   {4, 17},   {3, 255},   {2, 256},
+                             {5, 257}, {2, 4097}, {37, 257}, {300, 17}, {64, 1024, true}, {3, 6144}};
 
 Tensor specialRows(Key key, const NormShape& s) { return host(withSpecials(key, s.rows * s.n), {s.rows, s.n}); }
 /// A row map over kMods modulations: integers as F32, from the key's words.
@@ -111,7 +113,10 @@ const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2,
                                    // A GPU's tiles of 32 pixels (GIZML_CUDA_ROW_BLOCKS=1): three a
                                    // frame, their values 8 threads a pixel, 37 channels (4 rounds of
                                    // 32 and 5 left).
-                                   {3, 37, 96}};
+                                   {3, 37, 96},
+                                   // Tiles of 24 KiB (192 F32 channels): 48 KiB of dynamic shared
+                                   // memory beside the tiles' static scales, as {3, 6144} above.
+                                   {2, 192, 64}};
 
 /// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
 Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {
