@@ -1,18 +1,19 @@
 // The GPU simulator (GIZML_CUDA_SIM builds; README "The GPU simulator"): the runtime of
 // sim/include/cuda_runtime.h and the device side of sim/cuda_sim.hpp.
 //
-// A launch runs its blocks on the calling thread, GIZML_SIM_RESIDENT_BLOCKS of them at once (1,
-// one after another, unless set; up to 64), each starting as an earlier one ends, in the grid's
-// order. A block's threads are fibers (each its own stack; the switch below saves what the x86-64
-// System V ABI has the callee keep), resumed in turn by the scheduler, block after block; a fiber
-// gives up its turn only where it must wait for others. So blocks that wait on each other through
-// global memory (a ticket, a counter polled with __nanosleep) run as on a GPU that holds that many
-// at once, in one interleaving of the many a GPU may take (memory stays sequentially consistent:
-// a missing fence does not show). When a whole round of turns lets no thread go on, the threads
-// wait for something that will never happen (a __syncthreads or a shuffle that some threads skip,
-// a spin-wait on a block that never runs): the launch fails, naming where each waits. Failures (a deadlock, a misused instruction, __trap) end the launch and come back as
-// cudaErrorLaunchFailure from cudaGetLastError, with the simulator's words in cudaGetErrorString and
-// on stderr.
+// A launch runs GIZML_SIM_RESIDENT_BLOCKS of its blocks at once (1, one after another, unless set;
+// up to 64), each starting as an earlier one ends, in the grid's order: the first on the calling
+// thread, the others each on an OS thread of its own (BlockThreads), one thread running at a time.
+// A block's threads are fibers (each its own stack; the switch below saves what the x86-64 System
+// V ABI has the callee keep), resumed in turn by the scheduler, block after block; a fiber gives up
+// its turn only where it must wait for others. So blocks that wait on each other through global
+// memory (a ticket, a counter polled with __nanosleep) run as on a GPU that holds that many at
+// once, in one interleaving of the many a GPU may take (memory stays sequentially consistent: a
+// missing fence does not show). When a whole round of turns lets no thread go on, the threads wait
+// for something that will never happen (a __syncthreads or a shuffle that some threads skip, a
+// spin-wait on a block that never runs): the launch fails, naming where each waits. Failures (a
+// deadlock, a misused instruction, __trap) end the launch and come back as cudaErrorLaunchFailure
+// from cudaGetLastError, with the simulator's words in cudaGetErrorString and on stderr.
 #include <sys/mman.h>
 
 #include <bit>
@@ -115,7 +116,6 @@ struct Fiber {
   void* sp = nullptr;
   ThreadIndices idx{};
   int tid = 0;
-  int stack = 0;  // its stack (stackOf): the block's resident slot's range, then tid
   bool done = false;
   const char* waitingAt = nullptr;
   std::vector<PendingCopy> copies;
@@ -157,16 +157,16 @@ struct Block {
 thread_local Block* tBlock = nullptr;
 thread_local Fiber* tFiber = nullptr;
 
-/// The stacks of the fibers, kept across launches (their pages are touched only as used): stack
-/// slot * kMaxThreads + tid for thread tid of the block in resident slot `slot`.
-char* stackOf(int stack) {
+/// The stacks of the fibers, kept across launches (their pages are touched only as used); an OS
+/// thread's own (a resident block's, BlockThreads).
+char* stackOf(int tid) {
   static thread_local std::vector<char*> stacks;
-  while (static_cast<int>(stacks.size()) <= stack) {
+  while (static_cast<int>(stacks.size()) <= tid) {
     void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) std::abort();
     stacks.push_back(static_cast<char*>(p));
   }
-  return stacks[stack];
+  return stacks[tid];
 }
 
 // The two directions of a switch. Under AddressSanitizer each tells it which stack runs next (its
@@ -179,7 +179,7 @@ thread_local std::size_t tSchedulerStackBytes = 0;
 void switchToFiber(Fiber& f) {
 #if GIZML_SIM_ASAN
   void* fake = nullptr;
-  __sanitizer_start_switch_fiber(&fake, stackOf(f.stack), kStackBytes);
+  __sanitizer_start_switch_fiber(&fake, stackOf(f.tid), kStackBytes);
 #endif
   gizmlSimSwitch(&tBlock->schedulerSp, f.sp);
 #if GIZML_SIM_ASAN
@@ -250,7 +250,7 @@ void fiberEntry(Fiber* f) {
 void prepareFiber(Fiber& f) {
   // The stack as gizmlSimSwitch leaves it: MXCSR and control word, r15 .. rbp, then the return
   // address gizmlSimStart; after the `ret` the stack is 16-byte aligned for its call.
-  char* const stack = stackOf(f.stack);
+  char* const stack = stackOf(f.tid);
 #if GIZML_SIM_ASAN
   ASAN_UNPOISON_MEMORY_REGION(stack, kStackBytes);  // a fiber left mid-kernel by a failure poisoned its frames
 #endif
@@ -565,8 +565,8 @@ cudaError_t launchError(const std::string& what, cudaError_t code) {
   return code;
 }
 
-/// Makes `blk` block `at` of the launch, its threads' stacks those of resident slot `slot`.
-void startBlock(Block& blk, int slot, dim3 at, dim3 grid, dim3 block, void* shared) {
+/// Makes `blk` block `at` of the launch (on the OS thread that will run it: its fibers' stacks).
+void startBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
   const int threads = static_cast<int>(block.x * block.y * block.z);
   blk.fibers.assign(threads, Fiber{});
   blk.warps.assign((threads + 31) / 32, Warp{});
@@ -576,7 +576,6 @@ void startBlock(Block& blk, int slot, dim3 at, dim3 grid, dim3 block, void* shar
   for (int t = 0; t < threads; ++t) {
     Fiber& f = blk.fibers[t];
     f.tid = t;
-    f.stack = slot * kMaxThreads + t;
     f.idx.threadIndex = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
     f.idx.blockIndex = at;
     f.idx.blockShape = block;
@@ -662,7 +661,7 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
                   static_cast<unsigned>(next / (static_cast<std::uint64_t>(grid.x) * grid.y)));
     ++next;
     std::memset(r.shared.get(), 0xff, dynamicShared);  // shared memory starts as whatever was there
-    blockThreads().run(s, [&] { startBlock(r.blk, s, at, grid, block, r.shared.get()); });
+    blockThreads().run(s, [&] { startBlock(r.blk, at, grid, block, r.shared.get()); });
   };
   for (int s = 0; s < slots; ++s) {
     void* p = nullptr;
