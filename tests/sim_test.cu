@@ -1,8 +1,9 @@
 // The GPU simulator's own semantics (src/sim/, README "The GPU simulator"), in GIZML_CUDA_SIM builds
 // only: kernels of a few lines, launched straight through the simulator's runtime, whose results
 // are what CUDA defines: shuffles with masks and widths, a vote, __syncthreads, cp.async landing at
-// its wait, blocks resident at once (GIZML_SIM_RESIDENT_BLOCKS) each with its own shared memory, and
-// the launches and waits a GPU would refuse or never finish failing as such.
+// its wait, blocks resident at once (GIZML_SIM_RESIDENT_BLOCKS) each with its own shared memory,
+// threads taking their turns in a shuffled order (GIZML_SIM_SHUFFLE), and the launches and waits a
+// GPU would refuse or never finish failing as such.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -27,6 +28,28 @@ struct DeviceBuffer {
     cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
     return out;
   }
+};
+
+/// Sets an environment variable of the simulator's for a scope (unsets it where `value` is null),
+/// as it was after: GIZML_SIM_RESIDENT_BLOCKS, GIZML_SIM_SHUFFLE (read at every launch).
+struct SimEnvironment {
+  std::string name, before;
+  bool had;
+  SimEnvironment(const char* name_, const char* value) : name(name_) {
+    const char* b = std::getenv(name_);
+    had = b != nullptr;
+    if (had) before = b;
+    if (value) setenv(name_, value, 1);
+    else unsetenv(name_);
+  }
+  ~SimEnvironment() {
+    if (had) setenv(name.c_str(), before.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+/// The simulator's own order for a scope: a block at a time, its threads in order.
+struct InOrder {
+  SimEnvironment resident{"GIZML_SIM_RESIDENT_BLOCKS", nullptr}, shuffle{"GIZML_SIM_SHUFFLE", nullptr};
 };
 
 /// The launch's error (cleared) and the simulator's words for it.
@@ -74,8 +97,8 @@ TEST(GpuSimulator, ShuffleXorIntoALaterGroupKeepsTheCallersValue) {
 }
 
 // Thread t writes shared[t], then (after __syncthreads) reads its neighbour's. Without the barrier
-// each simulated thread runs on to the vote before the next one starts, so it reads a slot not yet
-// written: the launch's fresh dynamic shared memory, 0xff bytes (-1).
+// each simulated thread runs on to the vote before the next one starts, so in order it reads a slot
+// not yet written: the launch's fresh dynamic shared memory, 0xff bytes (-1).
 __global__ void syncKernel(int* out, bool withBarrier) {
   GIZML_DYNAMIC_SHARED(int, shared);
   const int t = static_cast<int>(threadIdx.x);
@@ -87,6 +110,7 @@ __global__ void syncKernel(int* out, bool withBarrier) {
 }
 
 TEST(GpuSimulator, SyncthreadsOrdersSharedMemoryAndItsAbsenceShows) {
+  const InOrder inOrder;
   DeviceBuffer<int> out(128);
   GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
   ASSERT_EQ(lastError(), "");
@@ -97,6 +121,30 @@ TEST(GpuSimulator, SyncthreadsOrdersSharedMemoryAndItsAbsenceShows) {
   v = out.read();
   for (int t = 0; t < 127; ++t) EXPECT_EQ(v[t], -1 + 1000) << "thread " << t;
   EXPECT_EQ(v[127], 1 + 1000);  // shared[0], written by thread 0 before thread 127 ran
+}
+
+TEST(GpuSimulator, ShuffledTurnsGiveTheSameResultsWhereTheThreadsSynchronize) {
+  const SimEnvironment shuffle("GIZML_SIM_SHUFFLE", "1");
+  DeviceBuffer<int> out(128);
+  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
+  ASSERT_EQ(lastError(), "");
+  std::vector<int> v = out.read();
+  for (int t = 0; t < 128; ++t) EXPECT_EQ(v[t], 7 * ((t + 1) % 128) + 1 + 1000) << "thread " << t;
+  // Without the barrier, threads whose neighbour took its turn first now read what it wrote.
+  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, false);
+  ASSERT_EQ(lastError(), "");
+  v = out.read();
+  int early = 0, late = 0;
+  for (int t = 0; t < 128; ++t) {
+    if (v[t] == 7 * ((t + 1) % 128) + 1 + 1000) ++early;
+    else if (v[t] == -1 + 1000) ++late;
+  }
+  EXPECT_EQ(early + late, 128);
+  EXPECT_GT(early, 1);  // in order only thread 127's neighbour (thread 0) has gone first
+  EXPECT_GT(late, 0);
+  const SimEnvironment bad("GIZML_SIM_SHUFFLE", "-3");
+  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
 }
 
 // cp.async: the copy lands at the wait that covers it, not before.
@@ -142,6 +190,7 @@ __global__ void unwaitedCopyKernel(const std::uint16_t* src, int*) {
 }
 
 TEST(GpuSimulator, DeadlocksTrapsAndRefusedLaunchesFailTheLaunch) {
+  const InOrder inOrder;  // the first thread to fail is thread 0
   DeviceBuffer<int> out(64);
   GIZML_LAUNCH(1, 64, 0, nullptr, skippedBarrierKernel)(out.p);
   // Thread 0 ends; the other 63 meet at the barrier, which counts the live threads: CUDA's
@@ -186,28 +235,11 @@ __global__ void waitForTheLastBlockKernel(int* flag, int* out) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = mine;
 }
 
-/// Sets GIZML_SIM_RESIDENT_BLOCKS for a scope (unset where `value` is null), as it was after.
-struct ResidentBlocks {
-  std::string before;
-  bool had;
-  explicit ResidentBlocks(const char* value) {
-    const char* b = std::getenv("GIZML_SIM_RESIDENT_BLOCKS");
-    had = b != nullptr;
-    if (had) before = b;
-    if (value) setenv("GIZML_SIM_RESIDENT_BLOCKS", value, 1);
-    else unsetenv("GIZML_SIM_RESIDENT_BLOCKS");
-  }
-  ~ResidentBlocks() {
-    if (had) setenv("GIZML_SIM_RESIDENT_BLOCKS", before.c_str(), 1);
-    else unsetenv("GIZML_SIM_RESIDENT_BLOCKS");
-  }
-};
-
 TEST(GpuSimulator, ResidentBlocksRunAtOnceEachWithItsOwnSharedMemory) {
   DeviceBuffer<int> flag(1), out(3 * 64);
   // The launch of 3 blocks of 64 threads with `resident` at once (null: unset); its error.
   const auto launchWith = [&](const char* resident) {
-    ResidentBlocks set(resident);
+    const SimEnvironment set("GIZML_SIM_RESIDENT_BLOCKS", resident);
     cudaMemset(flag.p, 0, sizeof(int));
     cudaMemset(out.p, 0, 3 * 64 * sizeof(int));
     GIZML_LAUNCH(3, 64, 0, nullptr, waitForTheLastBlockKernel)(flag.p, out.p);
@@ -223,7 +255,7 @@ TEST(GpuSimulator, ResidentBlocksRunAtOnceEachWithItsOwnSharedMemory) {
     for (int b = 0; b < 3; ++b)
       for (int t = 0; t < 64; ++t) ASSERT_EQ(o[b * 64 + t], b + 1) << resident << ": block " << b << ", thread " << t;
   }
-  ResidentBlocks bad("many");
+  const SimEnvironment bad("GIZML_SIM_RESIDENT_BLOCKS", "many");
   GIZML_LAUNCH(1, 32, 0, nullptr, waitForTheLastBlockKernel)(flag.p, out.p);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);  // and the simulator says why on stderr
 }

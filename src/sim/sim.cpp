@@ -26,6 +26,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -152,7 +153,17 @@ struct Block {
   void* schedulerSp = nullptr;
   const std::function<void()>* body = nullptr;
   std::string failure;
+  std::uint64_t shuffle = 0;  // GIZML_SIM_SHUFFLE's random state for this block (0: threads in order)
+  std::vector<int> order;     // the threads' order in this round of turns
 };
+
+/// The next number of a xorshift64* sequence whose state `s` is not 0.
+std::uint64_t nextRandom(std::uint64_t& s) {
+  s ^= s >> 12;
+  s ^= s << 25;
+  s ^= s >> 27;
+  return s * 0x2545F4914F6CDD1DULL;
+}
 
 thread_local Block* tBlock = nullptr;
 thread_local Fiber* tFiber = nullptr;
@@ -589,7 +600,14 @@ void startBlock(Block& blk, dim3 at, dim3 grid, dim3 block, void* shared) {
 /// A turn for each of blk's live threads, until one fails the launch (blk.failure).
 void runTurns(Block& blk) {
   tBlock = &blk;
-  for (Fiber& f : blk.fibers) {
+  const int threads = static_cast<int>(blk.fibers.size());
+  blk.order.resize(threads);
+  for (int t = 0; t < threads; ++t) blk.order[t] = t;
+  if (blk.shuffle != 0)  // a new order every round (Fisher-Yates)
+    for (int t = threads - 1; t > 0; --t)
+      std::swap(blk.order[t], blk.order[nextRandom(blk.shuffle) % static_cast<std::uint64_t>(t + 1)]);
+  for (const int t : blk.order) {
+    Fiber& f = blk.fibers[t];
     if (f.done) continue;
     tFiber = &f;
     switchToFiber(f);
@@ -608,6 +626,18 @@ int residentBlocks() {
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
   return *end == '\0' && n >= 1 && n <= kMostResidentBlocks ? static_cast<int>(n) : 0;
+}
+
+/// GIZML_SIM_SHUFFLE: 0 where unset (each round of turns takes a block's threads in order, and the
+/// resident blocks in order), else a seed from which each round draws a new order of both;
+/// std::nullopt where it is not a whole number from 1 to 2^63. Read at every launch.
+std::optional<std::uint64_t> shuffleSeed() {
+  const char* v = std::getenv("GIZML_SIM_SHUFFLE");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 1) return std::nullopt;
+  return static_cast<std::uint64_t>(n);
 }
 
 }  // namespace
@@ -641,6 +671,11 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
                 cudaErrorInvalidValue);
     return;
   }
+  const std::optional<std::uint64_t> seed = shuffleSeed();
+  if (!seed) {
+    launchError("GIZML_SIM_SHUFFLE is not a whole number from 1 to 2^63", cudaErrorInvalidValue);
+    return;
+  }
   std::lock_guard<std::mutex> serial(launchLock());
   const std::uint64_t blocks = static_cast<std::uint64_t>(grid.x) * grid.y * grid.z;
   const int slots = static_cast<int>(blocks < static_cast<std::uint64_t>(resident) ? blocks : resident);
@@ -659,6 +694,9 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
     if (!r.running) return;
     const dim3 at(static_cast<unsigned>(next % grid.x), static_cast<unsigned>(next / grid.x % grid.y),
                   static_cast<unsigned>(next / (static_cast<std::uint64_t>(grid.x) * grid.y)));
+    // A shuffling block's own sequence, from the seed and its place in the grid (never state 0).
+    r.blk.shuffle = *seed == 0 ? 0 : (*seed * 0x9E3779B97F4A7C15ULL) ^ (next + 1) ^ 0x5851F42D4C957F2DULL;
+    if (*seed != 0 && r.blk.shuffle == 0) r.blk.shuffle = 1;
     ++next;
     std::memset(r.shared.get(), 0xff, dynamicShared);  // shared memory starts as whatever was there
     blockThreads().run(s, [&] { startBlock(r.blk, at, grid, block, r.shared.get()); });
@@ -677,10 +715,16 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
     for (const Resident& r : slot) sum += r.blk.progress;
     return sum;
   };
+  std::vector<int> slotOrder(slots);
+  for (int s = 0; s < slots; ++s) slotOrder[s] = s;
+  std::uint64_t slotShuffle = *seed == 0 ? 0 : (*seed ^ 0xD1B54A32D192ED03ULL) | 1;
   for (bool running = slots > 0; running;) {
     const std::uint64_t before = progress();
     running = false;
-    for (int s = 0; s < slots; ++s) {
+    if (slotShuffle != 0)
+      for (int s = slots - 1; s > 0; --s)
+        std::swap(slotOrder[s], slotOrder[nextRandom(slotShuffle) % static_cast<std::uint64_t>(s + 1)]);
+    for (const int s : slotOrder) {
       Resident& r = slot[s];
       if (!r.running) continue;
       blockThreads().run(s, [&] { runTurns(r.blk); });
