@@ -109,31 +109,31 @@ __global__ void syncKernel(int* out, bool withBarrier) {
   out[t] = neighbour + (any ? 1000 : 0);
 }
 
+/// syncKernel's out, launched on 128 threads; after the barrier every thread has its neighbour's
+/// value (checked here).
+std::vector<int> syncKernelOut(bool withBarrier) {
+  DeviceBuffer<int> out(128);
+  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, withBarrier);
+  EXPECT_EQ(lastError(), "");
+  const std::vector<int> v = out.read();
+  if (withBarrier)
+    for (int t = 0; t < 128; ++t) EXPECT_EQ(v[t], 7 * ((t + 1) % 128) + 1 + 1000) << "thread " << t;
+  return v;
+}
+
 TEST(GpuSimulator, SyncthreadsOrdersSharedMemoryAndItsAbsenceShows) {
   const InOrder inOrder;
-  DeviceBuffer<int> out(128);
-  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
-  ASSERT_EQ(lastError(), "");
-  std::vector<int> v = out.read();
-  for (int t = 0; t < 128; ++t) EXPECT_EQ(v[t], 7 * ((t + 1) % 128) + 1 + 1000) << "thread " << t;
-  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, false);
-  ASSERT_EQ(lastError(), "");
-  v = out.read();
+  syncKernelOut(true);
+  const std::vector<int> v = syncKernelOut(false);
   for (int t = 0; t < 127; ++t) EXPECT_EQ(v[t], -1 + 1000) << "thread " << t;
   EXPECT_EQ(v[127], 1 + 1000);  // shared[0], written by thread 0 before thread 127 ran
 }
 
 TEST(GpuSimulator, ShuffledTurnsGiveTheSameResultsWhereTheThreadsSynchronize) {
   const SimEnvironment shuffle("GIZML_SIM_SHUFFLE", "1");
-  DeviceBuffer<int> out(128);
-  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
-  ASSERT_EQ(lastError(), "");
-  std::vector<int> v = out.read();
-  for (int t = 0; t < 128; ++t) EXPECT_EQ(v[t], 7 * ((t + 1) % 128) + 1 + 1000) << "thread " << t;
+  syncKernelOut(true);
   // Without the barrier, threads whose neighbour took its turn first now read what it wrote.
-  GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, false);
-  ASSERT_EQ(lastError(), "");
-  v = out.read();
+  const std::vector<int> v = syncKernelOut(false);
   int early = 0, late = 0;
   for (int t = 0; t < 128; ++t) {
     if (v[t] == 7 * ((t + 1) % 128) + 1 + 1000) ++early;
@@ -143,6 +143,7 @@ TEST(GpuSimulator, ShuffledTurnsGiveTheSameResultsWhereTheThreadsSynchronize) {
   EXPECT_GT(early, 1);  // in order only thread 127's neighbour (thread 0) has gone first
   EXPECT_GT(late, 0);
   const SimEnvironment bad("GIZML_SIM_SHUFFLE", "-3");
+  DeviceBuffer<int> out(128);
   GIZML_LAUNCH(1, 128, 128 * 4, nullptr, syncKernel)(out.p, true);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
 }
