@@ -92,7 +92,12 @@ namespace {
 constexpr std::size_t kStackBytes = 256 * 1024;
 constexpr int kMaxThreads = 1024;
 constexpr int kMostResidentBlocks = 64;
-constexpr std::size_t kDefaultShared = 48 * 1024, kMaxShared = 227 * 1024;  // an H200's limits
+constexpr std::size_t kMaxShared = 227 * 1024;  // an H200's most dynamic shared memory a block
+// What a kernel may take without cudaFuncSetAttribute's leave: 48 KiB on a GPU, its static
+// __shared__ variables included, whose size the simulator cannot see (they are thread_local
+// variables here). So it allows 47 KiB of dynamic memory, as if every kernel had up to 1 KiB of
+// static: a launch of nearly 48 KiB that forgot to ask fails here too.
+constexpr std::size_t kDefaultShared = 47 * 1024;
 
 /// A failure of the running launch (a deadlock, a misused instruction, __trap).
 struct Failure {
@@ -768,7 +773,7 @@ cudaError_t funcGetAttributes(cudaFuncAttributes* out, const void*) {
 // blocks, 228 KiB of shared memory (1 KiB of it each block's own). 0 where a block could not run.
 cudaError_t occupancy(int* blocks, const void* kernel, int threads, std::size_t dynamicShared) {
   if (threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
-  std::size_t allowed = 48 * 1024;
+  std::size_t allowed = kDefaultShared;
   {
     RuntimeState& s = state();
     std::lock_guard<std::mutex> g(s.lock);
