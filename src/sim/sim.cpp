@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -622,27 +623,19 @@ void runTurns(Block& blk) {
   tBlock = nullptr;
 }
 
-/// GIZML_SIM_RESIDENT_BLOCKS: the blocks a launch runs at once (1 unless set), or 0 where the
-/// variable is not a whole number from 1 to kMostResidentBlocks. Read at every launch (a test may
-/// change it between two).
-int residentBlocks() {
-  const char* v = std::getenv("GIZML_SIM_RESIDENT_BLOCKS");
-  if (v == nullptr || *v == '\0') return 1;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  return *end == '\0' && n >= 1 && n <= kMostResidentBlocks ? static_cast<int>(n) : 0;
-}
-
-/// GIZML_SIM_SHUFFLE: 0 where unset (each round of turns takes a block's threads in order, and the
-/// resident blocks in order), else a seed from which each round draws a new order of both;
-/// std::nullopt where it is not a whole number from 1 to 2^63. Read at every launch.
-std::optional<std::uint64_t> shuffleSeed() {
-  const char* v = std::getenv("GIZML_SIM_SHUFFLE");
-  if (v == nullptr || *v == '\0') return 0;
+/// The simulator's environment variable `name` (read at every launch, so that a test may change it
+/// between two): `unset` where it is unset or empty, the whole number it holds from 1 to `most`,
+/// or std::nullopt where it holds anything else. GIZML_SIM_RESIDENT_BLOCKS: the blocks a launch
+/// runs at once (1 unless set). GIZML_SIM_SHUFFLE: 0 unless set (each round of turns takes a
+/// block's threads in order, and the resident blocks in order), else a seed from which each round
+/// draws a new order of both.
+std::optional<long long> simVariable(const char* name, long long unset, long long most) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return unset;
   char* end = nullptr;
   const long long n = std::strtoll(v, &end, 10);
-  if (*end != '\0' || n < 1) return std::nullopt;
-  return static_cast<std::uint64_t>(n);
+  if (*end != '\0' || n < 1 || n > most) return std::nullopt;
+  return n;
 }
 
 }  // namespace
@@ -670,20 +663,18 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
       return;
     }
   }
-  const int resident = residentBlocks();
-  if (resident == 0) {
-    launchError("GIZML_SIM_RESIDENT_BLOCKS is not a whole number from 1 to " + std::to_string(kMostResidentBlocks),
-                cudaErrorInvalidValue);
-    return;
-  }
-  const std::optional<std::uint64_t> seed = shuffleSeed();
-  if (!seed) {
-    launchError("GIZML_SIM_SHUFFLE is not a whole number from 1 to 2^63", cudaErrorInvalidValue);
+  constexpr long long kMostSeed = std::numeric_limits<long long>::max();
+  const std::optional<long long> resident = simVariable("GIZML_SIM_RESIDENT_BLOCKS", 1, kMostResidentBlocks),
+                                 seed = simVariable("GIZML_SIM_SHUFFLE", 0, kMostSeed);
+  if (!resident || !seed) {
+    const char* name = !resident ? "GIZML_SIM_RESIDENT_BLOCKS" : "GIZML_SIM_SHUFFLE";
+    const long long most = !resident ? kMostResidentBlocks : kMostSeed;
+    launchError(std::string(name) + " is not a whole number from 1 to " + std::to_string(most), cudaErrorInvalidValue);
     return;
   }
   std::lock_guard<std::mutex> serial(launchLock());
   const std::uint64_t blocks = static_cast<std::uint64_t>(grid.x) * grid.y * grid.z;
-  const int slots = static_cast<int>(blocks < static_cast<std::uint64_t>(resident) ? blocks : resident);
+  const int slots = static_cast<int>(blocks < static_cast<std::uint64_t>(*resident) ? blocks : *resident);
   // Each resident block's shared memory: exactly the launch's bytes, 16-byte aligned
   // (AddressSanitizer sees a read past them).
   struct Resident {
@@ -700,7 +691,7 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
     const dim3 at(static_cast<unsigned>(next % grid.x), static_cast<unsigned>(next / grid.x % grid.y),
                   static_cast<unsigned>(next / (static_cast<std::uint64_t>(grid.x) * grid.y)));
     // A shuffling block's own sequence, from the seed and its place in the grid (never state 0).
-    r.blk.shuffle = *seed == 0 ? 0 : (*seed * 0x9E3779B97F4A7C15ULL) ^ (next + 1) ^ 0x5851F42D4C957F2DULL;
+    r.blk.shuffle = *seed == 0 ? 0 : (static_cast<std::uint64_t>(*seed) * 0x9E3779B97F4A7C15ULL) ^ (next + 1) ^ 0x5851F42D4C957F2DULL;
     if (*seed != 0 && r.blk.shuffle == 0) r.blk.shuffle = 1;
     ++next;
     std::memset(r.shared.get(), 0xff, dynamicShared);  // shared memory starts as whatever was there
@@ -722,7 +713,7 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
   };
   std::vector<int> slotOrder(slots);
   for (int s = 0; s < slots; ++s) slotOrder[s] = s;
-  std::uint64_t slotShuffle = *seed == 0 ? 0 : (*seed ^ 0xD1B54A32D192ED03ULL) | 1;
+  std::uint64_t slotShuffle = *seed == 0 ? 0 : (static_cast<std::uint64_t>(*seed) ^ 0xD1B54A32D192ED03ULL) | 1;
   for (bool running = slots > 0; running;) {
     const std::uint64_t before = progress();
     running = false;
