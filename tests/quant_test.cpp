@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "netops/quant/quant.hpp"
 #include "reference/quant_reference.hpp"
 #include "support/preamble.hpp"
 
@@ -232,6 +233,65 @@ TEST(Int8Rows, MatchesAFloat64Quantizer) {
     std::printf("bits %d: %lld of %lld codes equal the float64 quantizer's\n", bits,
                 static_cast<long long>(sameAsFloat64), static_cast<long long>(rows * n));
   }
+}
+
+// A GPU's codes: int8CodeByReciprocal (quant.hpp) gives int8Code's code from y * (1 / s) wherever it
+// does not decline, and declines rarely. Run here on the host: the same source as a GPU's.
+TEST(Int8Rows, Int8CodeByReciprocal) {
+  using netops::quant::int8Code, netops::quant::int8CodeByReciprocal, netops::quant::kCodeBias;
+  const float largest = std::numeric_limits<float>::max() / 7.0f;  // the largest scale (4 bits' maxCode)
+  std::vector<float> scales = {1e-30f, 3.3e-29f, 1e-20f, 0.0078125f, 0.013f, 1.0f, 1.0f / 3.0f, 2.5f, 1e20f, 1e36f, largest, INFINITY};
+  const auto random = randomFloats(Key{12, 1}, 24, 4.0f, 0.0f);
+  for (float r : random) scales.push_back(std::ldexp(1.0f + std::fabs(r), static_cast<int>(r * 8.0f)));
+  const auto hexBits = [](float v) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%08x", static_cast<unsigned>(gizml::exact::toBits(v)));
+    return std::string(text);
+  };
+  std::int64_t tried = 0, declined = 0;
+  const auto check = [&](float y, float s, float lo, float hi) {
+    float biased = 0;
+    const bool decided = int8CodeByReciprocal(y, 1.0f / s, lo, hi, biased);
+    ++tried;
+    if (!decided) return ++declined, ::testing::AssertionSuccess();
+    const float want = int8Code(y, s, lo, hi);
+    if (!sameBits(biased - kCodeBias, want) || static_cast<std::int8_t>(gizml::exact::toBits(biased)) != static_cast<int>(want))
+      return ::testing::AssertionFailure() << "y " << y << " (bits 0x" << hexBits(y) << "), s " << s << ": code "
+                                           << biased - kCodeBias << ", int8Code " << want;
+    return ::testing::AssertionSuccess();
+  };
+  for (const auto& [lo, hi] : {std::pair{-128.0f, 127.0f}, std::pair{-8.0f, 7.0f}}) {
+    for (float s : scales) {
+      // Every distance of up to 40 ulps from y = h s, h a half-integer inside and past the clamp.
+      for (float h = -300.5f; h <= 300.5f; h += 1.0f) {
+        const float centre = h * s;
+        float below = centre, above = centre;
+        for (int d = 0; d <= 40; ++d) {
+          ASSERT_TRUE(check(below, s, lo, hi));
+          ASSERT_TRUE(check(above, s, lo, hi));
+          below = std::nextafter(below, -INFINITY), above = std::nextafter(above, INFINITY);
+        }
+      }
+      for (float y : {0.0f, -0.0f, 1e-45f, -1e-40f, kNaN, INFINITY, -INFINITY, std::numeric_limits<float>::max()})
+        ASSERT_TRUE(check(y, s, lo, hi));
+    }
+  }
+  // Near the halves it declines often, as it should (where q and the quotient round apart).
+  EXPECT_GT(declined, tried / 100);
+  // Away from them: a typical row's values, in codes, decline some 1 in 10^4 (a band of 2^-13 around
+  // each half).
+  std::int64_t typical = 0, typicalDeclined = 0;
+  const auto ys = randomFloats(Key{12, 2}, 1 << 16, 60.0f, 0.0f);
+  for (float y : ys) {
+    float biased = 0;
+    ++typical;
+    if (!int8CodeByReciprocal(y, 1.0f / 0.5f, -128.0f, 127.0f, biased)) ++typicalDeclined;
+    ASSERT_TRUE(check(y, 0.5f, -128.0f, 127.0f));
+  }
+  EXPECT_LE(typicalDeclined, typical / 1000);
+  std::printf("int8CodeByReciprocal: declined %lld of %lld values near halves, %lld of %lld typical ones\n",
+              static_cast<long long>(declined), static_cast<long long>(tried), static_cast<long long>(typicalDeclined),
+              static_cast<long long>(typical));
 }
 
 TEST(Int8Rows, NaNAndInfinity) {

@@ -213,12 +213,18 @@ GIZML_HD float shuffleFrom(const WarpRow& row, float v, int lane) {
   return v;
 #endif
 }
+/// A stage of stride 1 or 4 on a half-warp: lane l becomes output d of its group of four (d its
+/// slot), hadamardSum's ((s0 u0 + s1 u1) + s2 u2) + s3 u3 with H4's row d. The signs depend on the
+/// lane, so they cannot fold into additions and subtractions; each addition is a fma by the sign,
+/// a + s u rounded once with the product exact (as the host's hadamardLanes): the same bits, the
+/// zeros' signs included, in 1 multiplication and 3 fmas where hadamardSum takes 4 and 3 additions.
 template <int Stride>
 GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
   const int d = (row.lane / Stride) % 4, base = row.lane - d * Stride;
   const auto sign = [&](int e) { return d == 3 - e ? -1.0f : 1.0f; };
-  return hadamardSum(shuffleFrom(row, v, base), shuffleFrom(row, v, base + Stride), shuffleFrom(row, v, base + 2 * Stride),
-                     shuffleFrom(row, v, base + 3 * Stride), sign(0), sign(1), sign(2), sign(3));
+  const float u0 = shuffleFrom(row, v, base), u1 = shuffleFrom(row, v, base + Stride),
+              u2 = shuffleFrom(row, v, base + 2 * Stride), u3 = shuffleFrom(row, v, base + 3 * Stride);
+  return 0.5f * fmaf(u3, sign(3), fmaf(u2, sign(2), fmaf(u1, sign(1), sign(0) * u0)));
 }
 GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];

@@ -63,9 +63,7 @@ __device__ void codeRowBlocks(const exact::WarpRow& row, const Int8Rows::Args& c
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const std::int64_t b = exact::kHadamardBlock * (half + k * halves);
-    if (b < c.n)
-      for (int j = 0; j < 16; ++j)
-        Int8Rows::storeCodes(row, c, r * c.n + b + 16 * j, int8Code(v[k][j], s, c.lo, c.hi));
+    if (b < c.n) Int8Rows::storeBlockCodes(row, c, s, r * c.n + b, v[k]);
   }
   if (threadIdx.x == 0) c.s[r] = s;
   __syncthreads();

@@ -23,16 +23,47 @@ GIZML_HD float int8Scale(float maxAbs, float maxCode) {
   return s > 1e-30f ? s : 1e-30f;
 }
 
+/// 1.5 2^23: an integer c of magnitude < 2^22 as the float c + kCodeBias, the code "biased", holds
+/// c's two's complement in the low bits of its own (0x4b400000 + c): an I8 or I4 code is those
+/// bits, with no conversion; and (v + kCodeBias) - kCodeBias is rint(v) there, +0 for a zero.
+constexpr float kCodeBias = 12582912.0f;
+
 /// int8Rows' code as a float: clamp(rint(y / s), lo, hi), NaN giving +0, every zero +0. Clamping
 /// before rounding gives the same integer (lo and hi are integers); then |v| <= 128 < 2^22, where
-/// (v + 1.5 2^23) - 1.5 2^23 is rint (nearest even) and yields +0 for a zero.
+/// (v + kCodeBias) - kCodeBias is rint (nearest even) and yields +0 for a zero.
 template <class F>
 GIZML_HD F int8Code(F y, float s, float lo, float hi) {
   const F v = y / s;
   const F lo16 = exact::broadcast<F>(lo), hi16 = exact::broadcast<F>(hi);
   const F c = exact::maxLane(lo16, exact::minLane(hi16, v));  // v > hi ? hi : v, then < lo ? lo : that; NaN passes
-  const F r = (c + 12582912.0f) - 12582912.0f;
+  const F r = (c + kCodeBias) - kCodeBias;
   return exact::select(exact::isNan(v), F{}, r);
+}
+
+/// int8Code(y, s, lo, hi) of one value from q = y * reciprocal (reciprocal = 1 / s rounded once),
+/// where q cannot give another code than y / s rounded: returns whether it could, with `biased` the
+/// code plus kCodeBias where it could. A GPU's division is some ten instructions (a reciprocal, its
+/// Newton steps and a range check), and with the clamp, rint, NaN check and conversion some twenty
+/// a value; this is nine. Why q will do: 1 / s, y / s and y * reciprocal each round once (relative
+/// error <= 2^-24; 1e-30 <= s <= FLT_MAX / 7 or s = inf, so 1 / s is a normal float or 0), so
+/// |q - rounded(y / s)| <= 3.0001 2^-24 |q| (or 2^-149 where y * reciprocal is subnormal), under
+/// 2^-14 for |q| < 256 (s = inf: q is +-0 where y / s is, NaN where y / s is NaN). Where q is
+/// further than 2^-14 from every half-integer, no half-integer lies between q and the rounded
+/// quotient, so rint, and the clamp to the integers lo and hi, give both the same integer; where
+/// |q| >= 256 both clamp to the same bound whatever the distance. n = (|q| + kCodeBias) - kCodeBias
+/// is rint(|q|) for |q| < 2^22 and |q| - n is exact (Sterbenz), so |q| - n within 0.5 - 2^-14 of 0
+/// is that distance. It declines a q near a half, of |q| >= 2^22 (n may be off there: the test may
+/// fail, never pass wrongly, as n and |q| are both integers then), infinite or NaN (the comparison
+/// is false). q is then no NaN, so the clamp may use fminf and fmaxf (the bounds are integers of
+/// magnitude >= 7: no zero's sign to keep). The tests (quant_test.cpp, Int8CodeByReciprocal)
+/// compare it with int8Code at every distance of up to 40 ulps from the half-integers of many
+/// scales, and count how often it declines.
+GIZML_HD bool int8CodeByReciprocal(float y, float reciprocal, float lo, float hi, float& biased) {
+  constexpr float kMost = 0.5f - 0x1p-14f;  // the furthest from an integer at which q will do
+  const float q = y * reciprocal;
+  const float a = fabsf(q), gap = a - ((a + kCodeBias) - kCodeBias);
+  biased = fmaxf(lo, fminf(hi, q)) + kCodeBias;
+  return fabsf(gap) < kMost;  // false for NaN
 }
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
@@ -99,7 +130,7 @@ struct Int8Rows {
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
       a.transformed(row, b, v);
-      for (int k = 0; k < 16; ++k) storeCodes(row, a, b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
+      storeBlockCodes(row, a, s, b, v);
     }
     if (row.leader()) a.s[r] = s;
   }
@@ -107,25 +138,50 @@ struct Int8Rows {
   static void cuda(const Gpu& g, const Args& a);
 
 #if !defined(__CUDACC__)
-  /// The host's codes are F32: 16 of them at element `at`, streamed past the caches when the
-  /// host loop asked for it (nothing reads them back soon).
-  static void storeCodes(const exact::HostRow& row, const Args& a, std::int64_t at, exact::f32x16 codes) {
-    if (row.streamStores) exact::streamStore16(static_cast<float*>(a.q) + at, codes);
-    else exact::storeAll16(static_cast<float*>(a.q) + at, codes);
-  }
+  /// (The host writes its F32 codes in its own loop, host.cpp, and runs no row function: declared
+  /// for their host form, never defined.)
+  static void storeBlockCodes(const exact::HostRow& row, const Args& a, float s, std::int64_t at, const exact::f32x16 (&v)[16]);
 #else
-  /// Lane l's code is element at + l. I4: an even lane packs its code and its neighbour's.
-  GIZML_HD static void storeCodes(const exact::WarpRow& row, const Args& a, std::int64_t at, float code) {
-    const std::int64_t i = at + row.lane;
+  /// The codes of a 256-block of y held as v (code k of lane l is element at + 16 k + l; `at` a
+  /// multiple of 256) by the row's scale s: int8Code's bits, by int8CodeByReciprocal, and where it
+  /// declines any of the half-warp's 256 values (some 3 blocks in 100), all of them again by the
+  /// division (whole, so that I4's lanes pack their neighbours' final codes). Each code is stored
+  /// as it is found: 16 codes found before any is stored would hold 16 more registers, and a branch
+  /// a value cost instructions of its own.
+  GIZML_HD static void storeBlockCodes(const exact::WarpRow& row, const Args& a, float s, std::int64_t at, const float (&v)[16]) {
+    const float reciprocal = 1.0f / s;
+    bool all = true;
+    storeCodes(row, a, at, [&](int k) {
+      float biased;
+      all &= int8CodeByReciprocal(v[k], reciprocal, a.lo, a.hi, biased);
+      return biased;
+    });
+#if defined(__CUDA_ARCH__)
+    const bool again = __any_sync(row.mask, !all);
+#else
+    const bool again = !all;  // (nvcc's host pass; never run)
+#endif
+    if (again) [[unlikely]]
+      storeCodes(row, a, at, [&](int k) { return int8Code(v[k], s, a.lo, a.hi) + kCodeBias; });
+  }
+  /// Stores the codes biased(k) - kCodeBias, k = 0 ... 15, as storeBlockCodes says, their kind's
+  /// branch taken once for the 16: F32 as they are, I8 and I4 their low bits. I4: an even lane packs
+  /// its code and its neighbour's.
+  template <class Biased>
+  GIZML_HD static void storeCodes(const exact::WarpRow& row, const Args& a, std::int64_t at, Biased biased) {
     if (a.codes == Codes::F32) {
-      static_cast<float*>(a.q)[i] = code;
+      float* q = static_cast<float*>(a.q) + at + row.lane;
+      for (int k = 0; k < 16; ++k) q[16 * k] = biased(k) - kCodeBias;
     } else if (a.codes == Codes::I8) {
-      static_cast<std::int8_t*>(a.q)[i] = static_cast<std::int8_t>(static_cast<int>(code));
+      std::int8_t* q = static_cast<std::int8_t*>(a.q) + at + row.lane;
+      for (int k = 0; k < 16; ++k) q[16 * k] = static_cast<std::int8_t>(exact::toBits(biased(k)));
     } else {
-      const float next = exact::shuffleFrom(row, code, (row.lane + 1) & 15);
-      const unsigned lo = static_cast<unsigned>(static_cast<int>(code)) & 15u;
-      const unsigned hi = static_cast<unsigned>(static_cast<int>(next)) & 15u;
-      if (row.lane % 2 == 0) static_cast<std::uint8_t*>(a.q)[i / 2] = static_cast<std::uint8_t>(lo | (hi << 4));
+      std::uint8_t* q = static_cast<std::uint8_t*>(a.q) + at / 2 + row.lane / 2;
+      for (int k = 0; k < 16; ++k) {
+        const float mine = biased(k), next = exact::shuffleFrom(row, mine, (row.lane + 1) & 15);
+        const std::uint32_t lo = exact::toBits(mine) & 15u, hi = exact::toBits(next) & 15u;
+        if (row.lane % 2 == 0) q[8 * k] = static_cast<std::uint8_t>(lo | (hi << 4));
+      }
     }
   }
 #endif
@@ -187,7 +243,7 @@ struct ModulatedInt8Rows {
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
       block(row, a, r, st, b, false, v, x);
-      for (int k = 0; k < 16; ++k) Int8Rows::storeCodes(row, codes, r * a.n + b + 16 * k, int8Code(v[k], s, a.lo, a.hi));
+      Int8Rows::storeBlockCodes(row, codes, s, r * a.n + b, v);
     }
     if (row.leader()) a.s[r] = s;
   }
