@@ -27,6 +27,7 @@
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
+#define __maxnreg__(...)
 #define __align__(n) __attribute__((aligned(n)))
 // A block's static shared memory: its fibers run on one OS thread, one block at a time there (the
 // resident blocks of GIZML_SIM_RESIDENT_BLOCKS each on a thread of its own: sim.cpp).

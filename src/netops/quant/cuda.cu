@@ -79,8 +79,12 @@ __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
 
 /// Dynamic shared memory: two rows of x, each padded after every 256-block
 /// (detail::forStagedPaddedRows): a warp's two half-warps read two blocks of the copy together.
+/// Registers held to 56 and 80 (ptxas sm_90a, nvcc 13): left to itself ptxas takes 64 and 96 since
+/// y is stored as its bits (WarpRow::At::storeBF16Value), which costs a block of 192 threads a
+/// multiprocessor at [., 3072] (6 -> 5) and one of 384 at [., 12288] (2 -> 1); at 56 ptxas spills
+/// one register, stored and loaded once a row.
 template <int K>
-__global__ void modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
+__global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
   GIZML_DYNAMIC_SHARED(float, staging);
   __shared__ float halfMax[kMostHalves];
   __shared__ exact::MeanRstd stats;

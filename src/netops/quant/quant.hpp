@@ -222,9 +222,9 @@ struct ModulatedInt8Rows {
           norms::modulatedValue(at.load(x), st.mean, st.rstd, at.load(m.w), at.load(scale), at.load(shift)));
     }
     // y after all 16 steps' loads (a store between them would keep a GPU from issuing the loads
-    // together); exact: v is a BF16 value already.
+    // together); v is a BF16 value already, stored as it is.
     if (storeY)
-      for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).store(m.yBF16 + at0, v[k]);
+      for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).storeBF16Value(m.yBF16 + at0, v[k]);
     exact::hadamard256(row, v);
   }
   /// The row's two walks, as Int8Rows::row (the host: host.cpp's ModulatedInt8RowsHost).
