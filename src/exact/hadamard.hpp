@@ -224,7 +224,7 @@ GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
   const auto sign = [&](int e) { return d == 3 - e ? -1.0f : 1.0f; };
   const float u0 = shuffleFrom(row, v, base), u1 = shuffleFrom(row, v, base + Stride),
               u2 = shuffleFrom(row, v, base + 2 * Stride), u3 = shuffleFrom(row, v, base + 3 * Stride);
-  return 0.5f * fmaf(u3, sign(3), fmaf(u2, sign(2), fmaf(u1, sign(1), sign(0) * u0)));
+  return 0.5f * fmaLane(u3, sign(3), fmaLane(u2, sign(2), fmaLane(u1, sign(1), sign(0) * u0)));
 }
 GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];
@@ -287,5 +287,70 @@ inline __attribute__((always_inline)) void hadamard256(const HostRow&, f32x16 (&
   for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
 #endif
+
+#if defined(__CUDACC__)
+
+// ---- a block by rows (a GPU's block-a-row kernels) ----
+// Loaded "by rows" (lane a's v[j] is element 16 a + j: 16 consecutive values, four 16-byte loads a
+// lane, where the layout above takes 16 loads of 4 bytes), a block's first two stages combine a
+// lane's own registers (strides 1 and 4: the digits of j), with no shuffle; the block then goes
+// through 256 floats of shared memory once, transposed into the layout above, where the last two
+// combine registers as in hadamard256. Each value's stages and their order are hadamard256's: the
+// same bits. A lane stage by shuffles is 4 shuffles and 5 arithmetic instructions a value, here 4;
+// the transpose is 20 accesses of shared memory a lane for the block's 16 values.
+
+/// The floats of shared memory a half-warp's block passes through (kRowsScratch apart: a warp's
+/// two half-warps' scratches 272 floats apart fall on different halves of the banks).
+constexpr int kRowsScratch = 272;
+
+/// Where element 16 a + j of a block lies in its scratch: row a's 16-byte chunks in an order
+/// swizzled by (a / 2) % 4, so that the 8 lanes of a quarter-warp storing a chunk each (chunk c of
+/// rows a = 0 ... 7, at banks 16 (a % 2) + 4 (c ^ (a / 2) % 4)) and the 16 lanes reading a column
+/// (16 consecutive floats, permuted) meet no bank twice.
+GIZML_HD int rowsScratchAt(int a, int j) { return 16 * a + (j ^ (4 * ((a >> 1) & 3))); }
+
+/// Lane a's row of the 256-block at element `at` of x (F32 or BF16 values; x + at on 16 bytes):
+/// v[j] = element at + 16 a + j, in 16-byte loads.
+GIZML_HD void loadBlockRows(const WarpRow& row, const void* x, bool bf16, std::int64_t at, float (&v)[16]) {
+  if (bf16) {
+    // 16 BF16 values are 32 bytes: 8 words, element 2 i in word i's low half (little-endian).
+    const float* p = reinterpret_cast<const float*>(static_cast<const std::uint16_t*>(x) + at + 16 * row.lane);
+    for (int c = 0; c < 2; ++c) {
+      const float4 q = loadFloat4(p + 4 * c);
+      const float words[4] = {q.x, q.y, q.z, q.w};
+      for (int w = 0; w < 4; ++w) {
+        v[8 * c + 2 * w] = fromBits(toBits(words[w]) << 16);
+        v[8 * c + 2 * w + 1] = fromBits(toBits(words[w]) & 0xffff0000u);
+      }
+    }
+  } else {
+    const float* p = static_cast<const float*>(x) + at + 16 * row.lane;
+    for (int c = 0; c < 4; ++c) {
+      const float4 q = loadFloat4(p + 4 * c);
+      v[4 * c] = q.x, v[4 * c + 1] = q.y, v[4 * c + 2] = q.z, v[4 * c + 3] = q.w;
+    }
+  }
+}
+
+/// The regular Hadamard transform of a block loaded by rows, in place, left in the layout at the
+/// top of this file (v[k] on lane l: element 16 k + l), through `scratch` (kRowsScratch floats of
+/// shared memory of this half-warp's own, 16-byte aligned). Every lane of the half-warp calls it.
+GIZML_HD void hadamard256FromRows(const WarpRow& row, float (&v)[16], float* scratch) {
+  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);  // stride 1: j's digit 0
+  for (int g = 0; g < 4; ++g) hadamard4(v[g], v[g + 4], v[g + 8], v[g + 12]);     // stride 4: j's digit 1
+#if defined(__CUDA_ARCH__)
+  __syncwarp(row.mask);  // the half-warp's reads of its last block's scratch are done
+#endif
+  for (int c = 0; c < 4; ++c)
+    storeFloat4(scratch + rowsScratchAt(row.lane, 4 * c), float4{v[4 * c], v[4 * c + 1], v[4 * c + 2], v[4 * c + 3]});
+#if defined(__CUDA_ARCH__)
+  __syncwarp(row.mask);
+#endif
+  for (int k = 0; k < 16; ++k) v[k] = scratch[rowsScratchAt(k, row.lane)];
+  for (int b = 0; b < 16; b += 4) hadamard4(v[b], v[b + 1], v[b + 2], v[b + 3]);  // stride 16
+  for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);  // stride 64
+}
+
+#endif  // __CUDACC__
 
 }  // namespace gizml::exact

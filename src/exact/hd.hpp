@@ -59,6 +59,11 @@ GIZML_HD bool isNan(float x) { return x != x; }
 /// x86's vminps and vmaxps, one instruction where a compare and a blend would be two.
 GIZML_HD float minLane(float a, float b) { return a < b ? a : b; }
 GIZML_HD float maxLane(float a, float b) { return a > b ? a : b; }
+/// A running maximum of magnitudes, maxLane(|v|, best) for best >= +0 (never -0, never NaN), as the
+/// vectors' maxMagnitude (vec16.hpp): fmaxf gives the other operand where one is NaN, and the two
+/// agree wherever neither is (no -0 to tell apart): one instruction on a GPU (the absolute value a
+/// modifier of it), where a clear, a compare and a select were three.
+GIZML_HD float maxMagnitude(float best, float v) { return fmaxf(best, fabsf(v)); }
 /// A float as the lane type F (itself for float; all 16 lanes for the host's vectors), bits kept.
 template <class F>
 GIZML_HD F broadcast(float v) {

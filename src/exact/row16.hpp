@@ -521,6 +521,28 @@ struct WarpRow : RowSums<WarpRow> {
   GIZML_HD float maxValue(const float* x) const { return x[argmax(x)]; }
 };
 
+/// Four floats at p (16-byte aligned; shared or global memory) in one 16-byte access, and back. The
+/// simulator's threads are C++ code: copies, no type punning, and a trap where p is not aligned, as
+/// a GPU's access would fault.
+GIZML_HD float4 loadFloat4(const float* p) {
+#if defined(GIZML_CUDA_SIM)
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return *reinterpret_cast<const float4*>(p);
+#endif
+}
+GIZML_HD void storeFloat4(float* p, const float4& v) {
+#if defined(GIZML_CUDA_SIM)
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+#else
+  *reinterpret_cast<float4*>(p) = v;
+#endif
+}
+
 #endif  // __CUDACC__
 
 // ---- statistics on either form --------------------------------------------------------------------------

@@ -51,7 +51,7 @@ __device__ void codeRowBlocks(const exact::WarpRow& row, const Int8Rows::Args& c
     const std::int64_t b = exact::kHadamardBlock * (half + k * halves);
     if (b < c.n) {
       block(b, v[k]);
-      for (int j = 0; j < 16; ++j) best = exact::maxIgnoringNaN(exact::absLane(v[k][j]), best);
+      for (int j = 0; j < 16; ++j) best = exact::maxMagnitude(best, v[k][j]);
     }
   }
   best = exact::laneMax(row, best);
@@ -69,13 +69,24 @@ __device__ void codeRowBlocks(const exact::WarpRow& row, const Int8Rows::Args& c
   __syncthreads();
 }
 
+/// Dynamic shared memory: a half-warp's scratch (exact::kRowsScratch floats each), through which
+/// its blocks, loaded by rows (16-byte loads), pass once into the transform's layout
+/// (exact::hadamard256FromRows). x on 16 bytes.
 template <int K>
 __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
+  GIZML_DYNAMIC_SHARED(float, scratch);
   __shared__ float halfMax[kMostHalves];
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  float* mine = scratch + exact::kRowsScratch * (threadIdx.x / 16);
   for (std::int64_t r = blockIdx.x; r < a.rows; r += gridDim.x)
-    codeRowBlocks<K>(row, a, r, halfMax, [&](std::int64_t b, float(&v)[16]) { a.transformed(row, r * a.n + b, v); });
+    codeRowBlocks<K>(row, a, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
+      exact::loadBlockRows(row, a.x, a.xBF16, r * a.n + b, v);
+      exact::hadamard256FromRows(row, v, mine);
+    });
 }
+
+/// The dynamic shared memory of a block of `threads` running int8RowBlocksKernel.
+std::size_t rowsScratchBytes(unsigned threads) { return (threads / 16) * exact::kRowsScratch * sizeof(float); }
 
 /// Dynamic shared memory: two rows of x, each padded after every 256-block
 /// (detail::forStagedPaddedRows): a warp's two half-warps read two blocks of the copy together.
@@ -115,10 +126,13 @@ void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<Hadama
 
 void Int8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
-  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0) return detail::launchRows<Int8Rows>(g, a);
+  const bool onChunks = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;  // rows too: n is a multiple of 256
+  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !onChunks) return detail::launchRows<Int8Rows>(g, a);
   const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
-  if (k == 1) detail::launch(g, kName, int8RowBlocksKernel<1>, grid, a);
-  else detail::launch(g, kName, int8RowBlocksKernel<2>, grid, a);
+  const std::size_t shared = rowsScratchBytes(grid.threads);
+  const auto kernel = k == 1 ? int8RowBlocksKernel<1> : int8RowBlocksKernel<2>;
+  detail::allowShared(g, kName, kernel, shared);
+  detail::launch(g, kName, kernel, grid, a, shared);
 }
 
 void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {

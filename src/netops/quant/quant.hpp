@@ -124,7 +124,7 @@ struct Int8Rows {
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
       a.transformed(row, b, v);
-      for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
+      for (int k = 0; k < 16; ++k) best = exact::maxMagnitude(best, v[k]);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
@@ -236,7 +236,7 @@ struct ModulatedInt8Rows {
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
       F v[16];
       block(row, a, r, st, b, a.norm.yBF16 != nullptr, v, x);
-      for (int k = 0; k < 16; ++k) best = exact::maxIgnoringNaN(exact::absLane(v[k]), best);
+      for (int k = 0; k < 16; ++k) best = exact::maxMagnitude(best, v[k]);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     const Int8Rows::Args codes = codeArgs(a);
