@@ -18,6 +18,7 @@
 
 #include "core/cuda_launch.cuh"
 #include "core/cuda_rows.cuh"
+#include "exact/hadamard.hpp"
 #include "exact/mma_ptx.cuh"
 #include "exact/row16.hpp"
 
@@ -66,22 +67,25 @@ Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned thr
   return grid;
 }
 
-/// A row of F32 values (n a multiple of 256) copied to shared memory with 16 floats of padding
-/// after each 256-block: element e at e + 16 (e / 256). Where a warp's two half-warps each read a
-/// 256-block of the copy a step at a time (a lane's value k at 16 k + lane: the Hadamard
-/// transform's layout, quant/cuda.cu), their blocks are a whole number of 256 floats apart, and
-/// without padding both half-warps read the same 16 of the 32 banks at every step: a 2-way
-/// conflict on every read. Padded, neighbouring blocks are 272 floats apart, and the two
-/// half-warps read the two halves of the banks. A half-warp reading the whole row a step at a time
-/// (its statistics) reads 16 consecutive floats each step, as unpadded. Read through
+/// A row of F32 values (n a multiple of 256) copied to shared memory a 256-block in
+/// exact::kRowsScratch (272) floats, laid out as a half-warp's scratch of
+/// exact::hadamard256FromRows: element 16 a + j of a block at rowsScratchAt(a, j), its 16-float
+/// rows' 16-byte chunks swizzled. So a half-warp reads its block by rows (lane a: 16 consecutive
+/// elements, four 16-byte reads) and a half-warp reading the whole row a step at a time (its
+/// statistics: 16 consecutive elements a step) with no bank met twice; a warp's two half-warps,
+/// on neighbouring blocks 272 floats apart, fall on different halves of the banks; and a block's
+/// copy, once read, is its half-warp's scratch for the transform. Read through
 /// exact::WarpRow::At::load (at(e)).
-struct BlockPaddedRow {
+struct SwizzledBlocksRow {
   const float* copy;
-  /// Where element e lies in the copy.
-  GIZML_HD static std::int64_t padded(std::int64_t e) { return e + ((e >> 8) << 4); }
+  /// Where block b's copy starts (b a multiple of 256), and where element e lies.
+  GIZML_HD static std::int64_t blockAt(std::int64_t b) { return (b >> 8) * exact::kRowsScratch; }
+  GIZML_HD static std::int64_t index(std::int64_t e) {
+    return blockAt(e) + exact::rowsScratchAt(static_cast<int>((e & 255) >> 4), static_cast<int>(e & 15));
+  }
   /// The floats a copy of a row of n values takes (a multiple of 4: whole 16-byte chunks).
-  GIZML_HD static std::int64_t floats(std::int64_t n) { return padded(n); }
-  GIZML_HD float at(std::int64_t e) const { return copy[padded(e)]; }
+  GIZML_HD static std::int64_t floats(std::int64_t n) { return blockAt(n); }
+  GIZML_HD float at(std::int64_t e) const { return copy[index(e)]; }
 };
 
 #if defined(__CUDACC__)
@@ -127,19 +131,19 @@ __device__ void forStagedRows(std::int64_t rows, std::int64_t n, T* buffers, Row
   forStaged(rows, n, buffers, [&](std::int64_t r, T* to) { copyRow(to, rowOf(r), n); }, work);
 }
 
-/// forStagedRows for rows of n F32 values (a multiple of 256) copied as BlockPaddedRow lays them
-/// out: work(r, BlockPaddedRow{copy}).
+/// forStagedRows for rows of n F32 values (a multiple of 256) copied as SwizzledBlocksRow lays them
+/// out: work(r, SwizzledBlocksRow{copy}).
 template <class RowOf, class Work>
-__device__ void forStagedPaddedRows(std::int64_t rows, std::int64_t n, float* buffers, RowOf rowOf, Work work) {
+__device__ void forStagedSwizzledRows(std::int64_t rows, std::int64_t n, float* buffers, RowOf rowOf, Work work) {
   forStaged(
-      rows, BlockPaddedRow::floats(n), buffers,
+      rows, SwizzledBlocksRow::floats(n), buffers,
       [&](std::int64_t r, float* to) {
         const float* from = rowOf(r);
-        for (std::int64_t c = threadIdx.x; c < n / 4; c += blockDim.x)  // 16-byte chunks
-          exact::mma::copyChunk16(to + BlockPaddedRow::padded(4 * c), from + 4 * c);
+        for (std::int64_t c = threadIdx.x; c < n / 4; c += blockDim.x)  // 16-byte chunks, whole in the copy too
+          exact::mma::copyChunk16(to + SwizzledBlocksRow::index(4 * c), from + 4 * c);
         exact::mma::commitCopies();
       },
-      [&](std::int64_t r, const float* copy) { work(r, BlockPaddedRow{copy}); });
+      [&](std::int64_t r, const float* copy) { work(r, SwizzledBlocksRow{copy}); });
 }
 
 /// Row r of Kernel with the whole block (every thread calls it), its staged input at `staged`.
@@ -199,9 +203,9 @@ std::size_t stagedSharedBytes(std::int64_t n) {
   return 2 * static_cast<std::size_t>(n) * sizeof(T);
 }
 
-/// The same for rows of n F32 values laid out as BlockPaddedRow (n a multiple of 256).
-inline std::size_t stagedPaddedSharedBytes(std::int64_t n) {
-  return 2 * static_cast<std::size_t>(BlockPaddedRow::floats(n)) * sizeof(float);
+/// The same for rows of n F32 values laid out as SwizzledBlocksRow (n a multiple of 256).
+inline std::size_t stagedSwizzledSharedBytes(std::int64_t n) {
+  return 2 * static_cast<std::size_t>(SwizzledBlocksRow::floats(n)) * sizeof(float);
 }
 
 /// Lets `kernel` take `bytes` of dynamic shared memory a block on `device`; asks CUDA only where

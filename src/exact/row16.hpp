@@ -397,7 +397,7 @@ struct WarpRow : RowSums<WarpRow> {
     GIZML_HD void stream(float* row, float v) const { row[i] = v; }
     GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
     /// A row laid out otherwise than contiguously (a copy in shared memory padded against bank
-    /// conflicts: core/cuda_row_blocks.cuh's BlockPaddedRow): its element i is row.at(i).
+    /// conflicts: core/cuda_row_blocks.cuh's SwizzledBlocksRow): its element i is row.at(i).
     template <class Laid>
       requires requires(const Laid& laid) { laid.at(std::int64_t{}); }
     GIZML_HD float load(const Laid& row) const {

@@ -16,11 +16,12 @@ namespace {
 // keeps them in its registers (16 values a lane a block, the layout of exact/hadamard.hpp); the
 // row's max |y| is the largest of the half-warps' maxima (a maximum is order-free: the same s);
 // then each half-warp codes its own blocks. modulatedInt8Rows first copies the row's x to shared
-// memory (core/cuda_row_blocks.cuh: the next row's copy in flight meanwhile; padded after each
-// 256-block, BlockPaddedRow, so that a warp's two half-warps read their blocks from different
-// banks) and one half-warp finds its statistics there. Each block's values are the row function's
-// (ModulatedInt8Rows::block, BlockRows::transformed): the same bits. Not measured on a GPU yet
-// (cuda_row_blocks.cuh).
+// memory (core/cuda_row_blocks.cuh: the next row's copy in flight meanwhile; SwizzledBlocksRow) and
+// one half-warp finds its statistics there. A half-warp takes its blocks by rows (16 consecutive
+// values a lane, 16-byte accesses) and transforms them with no shuffle, through shared memory
+// (exact::hadamard256FromRows; int8Rows' a scratch of its own, modulatedInt8Rows' the block's
+// copy of x). Each value's formula and order are the row function's (ModulatedInt8Rows::block,
+// BlockRows::transformed): the same bits. Not measured on a GPU yet (cuda_row_blocks.cuh).
 
 constexpr int kMostHalves = 32;  // 512 threads
 
@@ -88,12 +89,45 @@ __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
 /// The dynamic shared memory of a block of `threads` running int8RowBlocksKernel.
 std::size_t rowsScratchBytes(unsigned threads) { return (threads / 16) * exact::kRowsScratch * sizeof(float); }
 
-/// Dynamic shared memory: two rows of x, each padded after every 256-block
-/// (detail::forStagedPaddedRows): a warp's two half-warps read two blocks of the copy together.
-/// Registers held to 56 and 80 (ptxas sm_90a, nvcc 13): left to itself ptxas takes 64 and 96 since
-/// y is stored as its bits (WarpRow::At::storeBF16Value), which costs a block of 192 threads a
-/// multiprocessor at [., 3072] (6 -> 5) and one of 384 at [., 12288] (2 -> 1); at 56 ptxas spills
-/// one register, stored and loaded once a row.
+/// modulatedInt8Rows' 256-block at element b of row r by rows (lane a: elements b + 16 a ... + 15),
+/// each value ModulatedInt8Rows::block's (the same formula and rounding: the same bits), x read
+/// from the block's copy `copy` (SwizzledBlocksRow's layout), w, shift and scale in 16-byte loads
+/// (four each, not 16 of 4 bytes), y where stored in 16-byte stores (two, not 16 of 2 bytes); then
+/// the transform, through the copy itself (exact::hadamard256FromRows: only this half-warp reads
+/// this block's copy, after the statistics).
+__device__ void modulatedBlockByRows(const exact::WarpRow& row, const ModulatedInt8Rows::Args& a, std::int64_t r,
+                                     const exact::MeanRstd& st, std::int64_t b, bool storeY, float (&v)[16], float* copy) {
+  const norms::ModulatedNorm::Args& m = a.norm;
+  const std::int64_t at = b + 16 * row.lane, mod = ModulatedInt8Rows::mapped(a, r) * m.n;
+  for (int c = 0; c < 4; ++c) {
+    const float4 x = exact::loadFloat4(copy + exact::rowsScratchAt(row.lane, 4 * c));
+    const float4 w = exact::loadFloat4(m.w + at + 4 * c), scale = exact::loadFloat4(m.scale + mod + at + 4 * c),
+                 shift = exact::loadFloat4(m.shift + mod + at + 4 * c);
+    const auto value = [&](float xi, float wi, float scalei, float shifti) {
+      return exact::roundToBF16Lanes(norms::modulatedValue(xi, st.mean, st.rstd, wi, scalei, shifti));
+    };
+    v[4 * c] = value(x.x, w.x, scale.x, shift.x);
+    v[4 * c + 1] = value(x.y, w.y, scale.y, shift.y);
+    v[4 * c + 2] = value(x.z, w.z, scale.z, shift.z);
+    v[4 * c + 3] = value(x.w, w.w, scale.w, shift.w);
+  }
+  if (storeY) {
+    // v is BF16 values already: element at + 2 i and its neighbour are word i's low and high halves.
+    float words[8];
+    for (int i = 0; i < 8; ++i)
+      words[i] = exact::fromBits((exact::toBits(v[2 * i]) >> 16) | (exact::toBits(v[2 * i + 1]) & 0xffff0000u));
+    float* y = reinterpret_cast<float*>(m.yBF16 + r * m.n + at);
+    exact::storeFloat4(y, float4{words[0], words[1], words[2], words[3]});
+    exact::storeFloat4(y + 4, float4{words[4], words[5], words[6], words[7]});
+  }
+  exact::hadamard256FromRows(row, v, copy);
+}
+
+/// Dynamic shared memory: two rows of x laid out as SwizzledBlocksRow (detail::forStagedSwizzledRows),
+/// each block's copy then its half-warp's scratch. x, w, shift, scale and y on 16 bytes. Registers
+/// held to 56 and 80 (ptxas sm_90a, nvcc 13: left to itself it takes 64 and 81, a block of 192
+/// threads fewer a multiprocessor at [., 3072], 6 -> 5, and one of 384 at [., 12288], 2 -> 1); at
+/// 80 it spills two registers, loaded a few times a row by the statistics' half-warp.
 template <int K>
 __global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
   GIZML_DYNAMIC_SHARED(float, staging);
@@ -102,9 +136,9 @@ __global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   const Int8Rows::Args codes = ModulatedInt8Rows::codeArgs(a);
   const bool storeY = a.norm.yBF16 != nullptr;
-  detail::forStagedPaddedRows(
+  detail::forStagedSwizzledRows(
       a.rows, a.n, staging, [&](std::int64_t r) { return a.norm.x + r * a.n; },
-      [&](std::int64_t r, const detail::BlockPaddedRow x) {
+      [&](std::int64_t r, const detail::SwizzledBlocksRow x) {
         if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) return;  // the whole block skips
         if (threadIdx.x < 16) {
           const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
@@ -112,10 +146,9 @@ __global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const
         }
         __syncthreads();
         const exact::MeanRstd st = stats;  // read by every thread before codeRowBlocks' first __syncthreads
+        float* copy = staging + (x.copy - staging);  // this row's buffer: the transforms write it
         codeRowBlocks<K>(row, codes, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
-          // The block's elements b ... b + 255 lie one after another in the copy, from padded(b):
-          // a plain pointer for them, no padding to work out a load.
-          ModulatedInt8Rows::block(row, a, r, st, b, storeY, v, x.copy + (detail::BlockPaddedRow::padded(b) - b));
+          modulatedBlockByRows(row, a, r, st, b, storeY, v, copy + detail::SwizzledBlocksRow::blockAt(b));
         });
       });
 }
@@ -137,9 +170,12 @@ void Int8Rows::cuda(const Gpu& g, const Args& a) {
 
 void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
-  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
+  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool byRows = detail::stageable(a.norm.x, a.n, a.n) && on16(a.norm.w) && on16(a.norm.shift) &&
+                      on16(a.norm.scale) && on16(a.norm.yBF16);  // their rows too: n is a multiple of 256
+  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !byRows)
     return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
-  const std::size_t shared = detail::stagedPaddedSharedBytes(a.n);
+  const std::size_t shared = detail::stagedSwizzledSharedBytes(a.n);
   const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
   detail::allowShared(g, kName, kernel, shared);
   detail::launchChecked(g, kName, {"map"}, kernel, detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a,
