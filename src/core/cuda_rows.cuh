@@ -26,14 +26,20 @@ inline Grid rowsGrid(const Gpu& g, std::int64_t rows) {
   return Grid{static_cast<unsigned>(blocks < cap ? blocks : cap), 16 * kRowsPerBlock};
 }
 
+/// work(r) for this half-warp's rows of `rows`: kRowsPerBlock rows a block, the grid striding. The
+/// 16 lanes of a half-warp share r, so they leave the loop together (the tree's shuffles need all
+/// 16).
+template <class Work>
+__device__ void forHalfWarpRows(std::int64_t rows, Work work) {
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 16; r < rows; r += step)
+    work(r);
+}
+
 template <class Kernel>
 __global__ void rowsKernel(const typename Kernel::Args a) {
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
-  // The 16 lanes of a half-warp share r, so they leave the loop together (the tree's shuffles
-  // need all 16).
-  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 16; r < a.rows; r += step)
-    Kernel::row(row, a, r);
+  forHalfWarpRows(a.rows, [&](std::int64_t r) { Kernel::row(row, a, r); });
 }
 
 /// Kernel::row(WarpRow, args, r) for every row of args (Kernel::Args holds `rows` and `n`).
@@ -50,9 +56,9 @@ void launchRows(const Gpu& g, const typename Kernel::Args& a) {
 template <class Kernel>
 __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
-  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 16; r < a.rows; r += step)
+  forHalfWarpRows(a.rows, [&](std::int64_t r) {
     if (flag.inRange(0, Kernel::mapped(a, r), a.mods)) Kernel::row(row, a, r);
+  });
 }
 
 /// Kernel::row for every row whose map entry (the argument `mapName`) is in range.

@@ -1,6 +1,6 @@
 // The 8-bit rows on a CUDA GPU: each row a half-warp running the row function of quant.hpp (the
-// same source as the host's, so the same stages, the same order and the same bits), or, with
-// GIZML_CUDA_ROW_BLOCKS=1, a block a row (below).
+// same source as the host's, so the same stages, the same order and the same bits), its blocks
+// taken by rows where the tensors allow (below), or, with GIZML_CUDA_ROW_BLOCKS=1, a block a row.
 #include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
 #include "netops/quant/quant.hpp"
@@ -90,17 +90,18 @@ __global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
 std::size_t rowsScratchBytes(unsigned threads) { return (threads / 16) * exact::kRowsScratch * sizeof(float); }
 
 /// modulatedInt8Rows' 256-block at element b of row r by rows (lane a: elements b + 16 a ... + 15),
-/// each value ModulatedInt8Rows::block's (the same formula and rounding: the same bits), x read
-/// from the block's copy `copy` (SwizzledBlocksRow's layout), w, shift and scale in 16-byte loads
-/// (four each, not 16 of 4 bytes), y where stored in 16-byte stores (two, not 16 of 2 bytes); then
-/// the transform, through the copy itself (exact::hadamard256FromRows: only this half-warp reads
-/// this block's copy, after the statistics).
+/// each value ModulatedInt8Rows::block's (the same formula and rounding: the same bits): x's four
+/// 16-byte pieces from xChunk(c), w, shift and scale in 16-byte loads (four each, not 16 of 4
+/// bytes), y where stored in 16-byte stores (two, not 16 of 2 bytes); then the transform through
+/// `scratch` (exact::hadamard256FromRows).
+template <class XChunk>
 __device__ void modulatedBlockByRows(const exact::WarpRow& row, const ModulatedInt8Rows::Args& a, std::int64_t r,
-                                     const exact::MeanRstd& st, std::int64_t b, bool storeY, float (&v)[16], float* copy) {
+                                     const exact::MeanRstd& st, std::int64_t b, bool storeY, float (&v)[16],
+                                     XChunk xChunk, float* scratch) {
   const norms::ModulatedNorm::Args& m = a.norm;
   const std::int64_t at = b + 16 * row.lane, mod = ModulatedInt8Rows::mapped(a, r) * m.n;
   for (int c = 0; c < 4; ++c) {
-    const float4 x = exact::loadFloat4(copy + exact::rowsScratchAt(row.lane, 4 * c));
+    const float4 x = xChunk(c);
     const float4 w = exact::loadFloat4(m.w + at + 4 * c), scale = exact::loadFloat4(m.scale + mod + at + 4 * c),
                  shift = exact::loadFloat4(m.shift + mod + at + 4 * c);
     const auto value = [&](float xi, float wi, float scalei, float shifti) {
@@ -120,7 +121,7 @@ __device__ void modulatedBlockByRows(const exact::WarpRow& row, const ModulatedI
     exact::storeFloat4(y, float4{words[0], words[1], words[2], words[3]});
     exact::storeFloat4(y + 4, float4{words[4], words[5], words[6], words[7]});
   }
-  exact::hadamard256FromRows(row, v, copy);
+  exact::hadamard256FromRows(row, v, scratch);
 }
 
 /// Dynamic shared memory: two rows of x laid out as SwizzledBlocksRow (detail::forStagedSwizzledRows),
@@ -148,9 +149,54 @@ __global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const
         const exact::MeanRstd st = stats;  // read by every thread before codeRowBlocks' first __syncthreads
         float* copy = staging + (x.copy - staging);  // this row's buffer: the transforms write it
         codeRowBlocks<K>(row, codes, r, halfMax, [&](std::int64_t b, float(&v)[16]) {
-          modulatedBlockByRows(row, a, r, st, b, storeY, v, copy + detail::SwizzledBlocksRow::blockAt(b));
+          // The block's copy gives x, then is the half-warp's scratch: only it reads the copy now.
+          float* block = copy + detail::SwizzledBlocksRow::blockAt(b);
+          const auto xChunk = [&](int c) { return exact::loadFloat4(block + exact::rowsScratchAt(row.lane, 4 * c)); };
+          modulatedBlockByRows(row, a, r, st, b, storeY, v, xChunk, block);
         });
       });
+}
+
+// ---- a half-warp a row, by rows -------------------------------------------------------------------------
+// The half-warp rows (detail::rowsKernel's loop, the row functions' two walks) with each block taken
+// by rows and transformed through a scratch of the half-warp's own (static shared memory, 8.5 KiB a
+// block of 8 rows), as the block-a-row kernels' blocks: no shuffles. x (and modulatedInt8Rows' w,
+// shift, scale and y) on 16 bytes; else the row functions as they are.
+
+/// Whether the op's rows can be taken by rows: its inputs and outputs read and written in 16-byte
+/// pieces on 16 bytes (their rows too: n is a multiple of 256).
+bool onChunks(const Int8Rows::Args& a) { return reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0; }
+bool onChunks(const ModulatedInt8Rows::Args& a) {
+  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  return on16(a.norm.x) && on16(a.norm.w) && on16(a.norm.shift) && on16(a.norm.scale) && on16(a.norm.yBF16);
+}
+
+__global__ void int8RowsByRowsKernel(const Int8Rows::Args a) {
+  __shared__ __align__(16) float scratch[detail::kRowsPerBlock * exact::kRowsScratch];
+  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  float* mine = scratch + exact::kRowsScratch * (threadIdx.x / 16);
+  detail::forHalfWarpRows(a.rows, [&](std::int64_t r) {
+    Int8Rows::rowWith(row, a, r, [&](std::int64_t at, bool, float(&v)[16]) {
+      exact::loadBlockRows(row, a.x, a.xBF16, at, v);
+      exact::hadamard256FromRows(row, v, mine);
+    });
+  });
+}
+
+__global__ void modulatedInt8RowsByRowsKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
+  __shared__ __align__(16) float scratch[detail::kRowsPerBlock * exact::kRowsScratch];
+  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  float* mine = scratch + exact::kRowsScratch * (threadIdx.x / 16);
+  detail::forHalfWarpRows(a.rows, [&](std::int64_t r) {
+    if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) return;
+    const float* x = a.norm.x + r * a.n;
+    const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
+    Int8Rows::rowWith(row, ModulatedInt8Rows::codeArgs(a), r, [&](std::int64_t at, bool first, float(&v)[16]) {
+      const std::int64_t b = at - r * a.n;
+      const auto xChunk = [&](int c) { return exact::loadFloat4(x + b + 16 * row.lane + 4 * c); };
+      modulatedBlockByRows(row, a, r, st, b, first && a.norm.yBF16 != nullptr, v, xChunk, mine);
+    });
+  });
 }
 
 }  // namespace
@@ -159,8 +205,10 @@ void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<Hadama
 
 void Int8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
-  const bool onChunks = reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0;  // rows too: n is a multiple of 256
-  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !onChunks) return detail::launchRows<Int8Rows>(g, a);
+  if (a.rows == 0) return;
+  if (!onChunks(a)) return detail::launchRows<Int8Rows>(g, a);
+  if (!detail::rowBlocksWanted() || k == 0)
+    return detail::launch(g, kName, int8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
   const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
   const std::size_t shared = rowsScratchBytes(grid.threads);
   const auto kernel = k == 1 ? int8RowBlocksKernel<1> : int8RowBlocksKernel<2>;
@@ -170,11 +218,10 @@ void Int8Rows::cuda(const Gpu& g, const Args& a) {
 
 void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   const int k = blocksPerHalf(a.n);
-  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool byRows = detail::stageable(a.norm.x, a.n, a.n) && on16(a.norm.w) && on16(a.norm.shift) &&
-                      on16(a.norm.scale) && on16(a.norm.yBF16);  // their rows too: n is a multiple of 256
-  if (a.rows == 0 || !detail::rowBlocksWanted() || k == 0 || !byRows)
-    return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
+  if (a.rows == 0) return;
+  if (!onChunks(a)) return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
+  if (!detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
+    return detail::launchChecked(g, kName, {"map"}, modulatedInt8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
   const std::size_t shared = detail::stagedSwizzledSharedBytes(a.n);
   const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
   detail::allowShared(g, kName, kernel, shared);

@@ -119,17 +119,24 @@ struct Int8Rows {
   };
   template <class Row, class F = typename Row::F>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    rowWith(row, a, r, [&](std::int64_t at, bool, F(&v)[16]) { a.transformed(row, at, v); });
+  }
+  /// The row's two walks, block(at, first, v) putting the transform of the 256-block at element `at`
+  /// of the row's input in v (a.transformed; modulatedInt8Rows' values first, storing y on the first
+  /// walk; a GPU's by rows: quant/cuda.cu).
+  template <class Row, class Block, class F = typename Row::F>
+  GIZML_HD static void rowWith(const Row& row, const Args& a, std::int64_t r, Block block) {
     const std::int64_t begin = r * a.n, end = begin + a.n;
     F best = F{};
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      a.transformed(row, b, v);
+      block(b, true, v);
       for (int k = 0; k < 16; ++k) best = exact::maxMagnitude(best, v[k]);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
     for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
       F v[16];
-      a.transformed(row, b, v);
+      block(b, false, v);
       storeBlockCodes(row, a, s, b, v);
     }
     if (row.leader()) a.s[r] = s;
@@ -227,25 +234,15 @@ struct ModulatedInt8Rows {
       for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).storeBF16Value(m.yBF16 + at0, v[k]);
     exact::hadamard256(row, v);
   }
-  /// The row's two walks, as Int8Rows::row (the host: host.cpp's ModulatedInt8RowsHost).
+  /// The row's two walks, Int8Rows::rowWith's, after its statistics (the host: host.cpp's
+  /// ModulatedInt8RowsHost).
   template <class Row, class F = typename Row::F>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     const float* x = a.norm.x + r * a.norm.n;
     const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
-    F best = F{};
-    for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
-      F v[16];
-      block(row, a, r, st, b, a.norm.yBF16 != nullptr, v, x);
-      for (int k = 0; k < 16; ++k) best = exact::maxMagnitude(best, v[k]);
-    }
-    const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
-    const Int8Rows::Args codes = codeArgs(a);
-    for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
-      F v[16];
-      block(row, a, r, st, b, false, v, x);
-      Int8Rows::storeBlockCodes(row, codes, s, r * a.n + b, v);
-    }
-    if (row.leader()) a.s[r] = s;
+    Int8Rows::rowWith(row, codeArgs(a), r, [&](std::int64_t at, bool first, F(&v)[16]) {
+      block(row, a, r, st, at - r * a.n, first && a.norm.yBF16 != nullptr, v, x);
+    });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
