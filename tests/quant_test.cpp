@@ -547,6 +547,46 @@ TEST(ModulatedInt8RowsCuda, BadMapSetsTheDeviceErrorFlag) {
   });
 }
 
+// A GPU takes the 8-bit rows' blocks in 16-byte pieces where every tensor lies on 16 bytes
+// (quant/cuda.cu); a view one float in keeps the row functions as they were: the same bits.
+TEST(QuantCuda, TensorsOffSixteenBytesGiveTheSameBits) {
+  GIZML_NEED_GPU();
+  const std::int64_t rows = 5, n = 768;
+  const Device gpu = Device::cuda(0);
+  // t's values on the GPU, one element into a larger tensor: its data 4 (BF16: 2) bytes off 16.
+  const auto offBy1 = [&](const Tensor& t) {
+    Tensor flat = Tensor::zeros({t.numel() + 1}, t.dtype(), gpu);
+    Tensor view = flat.rows(1, t.numel() + 1).reshape(t.shape());
+    view.copyFrom(t.to(gpu));
+    return view;
+  };
+  const auto x = host(randomFloats(Key{13, 1}, rows * n, 3.0f), {rows, n});
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const auto want = netops::int8Rows(x, bits);
+    for (const Tensor& onGpu : {offBy1(x), offBy1(x.to(DType::BF16))}) {
+      const auto got = netops::int8Rows(onGpu, bits);
+      const auto wantHere = onGpu.dtype() == DType::BF16 ? netops::int8Rows(x.to(DType::BF16), bits) : want;
+      EXPECT_TRUE(sameBits(got.s.toFloats(), wantHere.s.toFloats())) << "s";
+      EXPECT_EQ(got.q.to(Device::host()).to(DType::F32).toVector<float>(), wantHere.q.toVector<float>()) << "q";
+    }
+  }
+  const std::vector<Tensor> in = modulatedInputs(rows, n);
+  Tensor y = Tensor::zeros({rows, n}, DType::BF16), q = Tensor::zeros({rows, n}), s = Tensor::zeros({rows, 1});
+  netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, y, q, s, false, 8);
+  for (int off = 0; off < 4; ++off) {  // x, w, shift, scale in turn one float in
+    SCOPED_TRACE("input " + std::to_string(off) + " off 16 bytes");
+    std::vector<Tensor> g;
+    for (int i = 0; i < 5; ++i) g.push_back(i == off ? offBy1(in[i]) : in[i].to(gpu));
+    Tensor yg = Tensor::zeros({rows, n}, DType::BF16, gpu), qg = Tensor::zeros({rows, n}, DType::I8, gpu),
+           sg = Tensor::zeros({rows, 1}, DType::F32, gpu);
+    netops::modulatedInt8RowsInto(g[0], g[1], g[2], g[3], g[4], 1e-6, yg, qg, sg, false, 8);
+    EXPECT_TRUE(sameBits(yg.toFloats(), y.toFloats())) << "y";
+    EXPECT_EQ(qg.to(Device::host()).to(DType::F32).toVector<float>(), q.toVector<float>()) << "q";
+    EXPECT_TRUE(sameBits(sg.toFloats(), s.toFloats())) << "s";
+  }
+}
+
 TEST(QuantCuda, MixedDevicesAreAnError) {
   GIZML_NEED_GPU();
   const Device gpu = Device::cuda(0);
