@@ -290,7 +290,7 @@ inline __attribute__((always_inline)) void hadamard256(const HostRow&, f32x16 (&
 
 #if defined(__CUDACC__)
 
-// ---- a block by rows (a GPU's block-a-row kernels) ----
+// ---- a block by rows (a GPU's 8-bit rows: quant/cuda.cu) ----
 // Loaded "by rows" (lane a's v[j] is element 16 a + j: 16 consecutive values, four 16-byte loads a
 // lane, where the layout above takes 16 loads of 4 bytes), a block's first two stages combine a
 // lane's own registers (strides 1 and 4: the digits of j), with no shuffle; the block then goes

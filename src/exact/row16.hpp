@@ -396,7 +396,7 @@ struct WarpRow : RowSums<WarpRow> {
     GIZML_HD void storeBF16Value(std::uint16_t* row, float v) const { row[i] = static_cast<std::uint16_t>(toBits(v) >> 16); }
     GIZML_HD void stream(float* row, float v) const { row[i] = v; }
     GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
-    /// A row laid out otherwise than contiguously (a copy in shared memory padded against bank
+    /// A row laid out otherwise than contiguously (a copy in shared memory laid out against bank
     /// conflicts: core/cuda_row_blocks.cuh's SwizzledBlocksRow): its element i is row.at(i).
     template <class Laid>
       requires requires(const Laid& laid) { laid.at(std::int64_t{}); }

@@ -274,15 +274,10 @@ bool fit(const GroupNorm::Args& a) {
   return a.n % 4 == 0 && on(a.x, 16) && (a.yBF16 ? on(a.yBF16, 8) : on(a.y, 16));
 }
 
+GIZML_HD float4 load(const float* p) { return exact::loadFloat4(p); }
 #if defined(GIZML_CUDA_SIM)
 // The simulator's threads are C++ code: copies, no type punning; an unaligned piece traps as a GPU's
-// load would fault.
-inline float4 load(const float* p) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
-  float4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+// store would fault.
 inline void store(float* p, const float4& v) {
   if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
   std::memcpy(p, &v, sizeof v);
@@ -292,7 +287,6 @@ inline void store(std::uint16_t* p, const uint2& v) {
   std::memcpy(p, &v, sizeof v);
 }
 #else
-__device__ __forceinline__ float4 load(const float* p) { return *reinterpret_cast<const float4*>(p); }
 // Streaming stores (st.global.cs: nothing reads y back soon), one 16-byte (8-byte) store each.
 __device__ __forceinline__ void store(float* p, const float4& v) { __stcs(reinterpret_cast<float4*>(p), v); }
 __device__ __forceinline__ void store(std::uint16_t* p, const uint2& v) { __stcs(reinterpret_cast<uint2*>(p), v); }
