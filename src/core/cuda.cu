@@ -178,13 +178,23 @@ void allowSharedOnce(int device, const char* function, const void* kernel, std::
   allowed = bytes;
 }
 
+namespace {
+/// A switch of the environment: 0 or 1, `unset` where it is unset or empty.
+bool switchOf(const char* name, bool unset) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return unset;
+  if (std::string(v) == "0" || std::string(v) == "1") return std::string(v) == "1";
+  throw Error(std::string("gizml: ") + name + ": expected 0 or 1, got '" + v + "'");
+}
+}  // namespace
+
 bool rowBlocksWanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("GIZML_CUDA_ROW_BLOCKS");
-    if (!v || !*v || std::string(v) == "0") return false;
-    if (std::string(v) == "1") return true;
-    throw Error(std::string("gizml: GIZML_CUDA_ROW_BLOCKS: expected 0 or 1, got '") + v + "'");
-  }();
+  static const bool wanted = switchOf("GIZML_CUDA_ROW_BLOCKS", false);
+  return wanted;
+}
+
+bool byRowsWanted() {
+  static const bool wanted = switchOf("GIZML_CUDA_BY_ROWS", true);
   return wanted;
 }
 

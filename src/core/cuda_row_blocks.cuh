@@ -29,6 +29,11 @@ namespace gizml::detail {
 /// ring and its second pass a block a chunk too (norms/cuda.cu). Read once a process (cuda.cu).
 bool rowBlocksWanted();
 
+/// Whether the 8-bit rows' half-warp rows take their blocks by rows (GIZML_CUDA_BY_ROWS unset or 1:
+/// quant/cuda.cu) or as the row functions do, by shuffles (0), so that a GPU session can compare
+/// the two in one build (tools/gpu-rows-sweep.sh, its run "s"). Read once a process (cuda.cu).
+bool byRowsWanted();
+
 /// A staged row's most bytes (its block holds two: 96 KiB, allowShared).
 constexpr std::int64_t kMostStagedBytes = 48 * 1024;
 

@@ -203,30 +203,39 @@ __global__ void modulatedInt8RowsByRowsKernel(const ModulatedInt8Rows::Args a, c
 
 void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<HadamardRows>(g, a); }
 
+// Three forms of each op, the same bits: a block a row (GIZML_CUDA_ROW_BLOCKS=1, rows of at most 64
+// 256-blocks), a half-warp a row by rows (the default), and the row functions as they are, a
+// half-warp a row by shuffles (GIZML_CUDA_BY_ROWS=0, and wherever a tensor is off 16 bytes).
+
 void Int8Rows::cuda(const Gpu& g, const Args& a) {
-  const int k = blocksPerHalf(a.n);
   if (a.rows == 0) return;
+  const int k = blocksPerHalf(a.n);
   if (!onChunks(a)) return detail::launchRows<Int8Rows>(g, a);
-  if (!detail::rowBlocksWanted() || k == 0)
-    return detail::launch(g, kName, int8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
-  const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
-  const std::size_t shared = rowsScratchBytes(grid.threads);
-  const auto kernel = k == 1 ? int8RowBlocksKernel<1> : int8RowBlocksKernel<2>;
-  detail::allowShared(g, kName, kernel, shared);
-  detail::launch(g, kName, kernel, grid, a, shared);
+  if (detail::rowBlocksWanted() && k > 0) {
+    const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
+    const std::size_t shared = rowsScratchBytes(grid.threads);
+    const auto kernel = k == 1 ? int8RowBlocksKernel<1> : int8RowBlocksKernel<2>;
+    detail::allowShared(g, kName, kernel, shared);
+    return detail::launch(g, kName, kernel, grid, a, shared);
+  }
+  if (detail::byRowsWanted()) return detail::launch(g, kName, int8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
+  detail::launchRows<Int8Rows>(g, a);
 }
 
 void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
-  const int k = blocksPerHalf(a.n);
   if (a.rows == 0) return;
+  const int k = blocksPerHalf(a.n);
   if (!onChunks(a)) return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
-  if (!detail::rowBlocksWanted() || k == 0 || !detail::stageable(a.norm.x, a.n, a.n))
+  if (detail::rowBlocksWanted() && k > 0 && detail::stageable(a.norm.x, a.n, a.n)) {
+    const std::size_t shared = detail::stagedSwizzledSharedBytes(a.n);
+    const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
+    detail::allowShared(g, kName, kernel, shared);
+    return detail::launchChecked(g, kName, {"map"}, kernel,
+                                 detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a, shared);
+  }
+  if (detail::byRowsWanted())
     return detail::launchChecked(g, kName, {"map"}, modulatedInt8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
-  const std::size_t shared = detail::stagedSwizzledSharedBytes(a.n);
-  const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
-  detail::allowShared(g, kName, kernel, shared);
-  detail::launchChecked(g, kName, {"map"}, kernel, detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a,
-                        shared);
+  detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
 }
 
 }  // namespace gizml::netops::quant
