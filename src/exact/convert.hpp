@@ -17,6 +17,12 @@ GIZML_HD float bf16ToFloat(std::uint16_t h) { return fromBits(static_cast<std::u
 GIZML_HD std::uint32_t packBF16(float lo, float hi) {
   return static_cast<std::uint32_t>(floatToBF16(lo)) | (static_cast<std::uint32_t>(floatToBF16(hi)) << 16);
 }
+/// A value that is a BF16 value already (roundToBF16's result, kept as F32) as BF16: floatToBF16's
+/// bits, its top half, with no rounding again; and two of them as packBF16's word.
+GIZML_HD std::uint16_t bf16OfValue(float v) { return static_cast<std::uint16_t>(toBits(v) >> 16); }
+GIZML_HD std::uint32_t packBF16Values(float lo, float hi) {
+  return static_cast<std::uint32_t>(bf16OfValue(lo)) | (static_cast<std::uint32_t>(bf16OfValue(hi)) << 16);
+}
 /// x rounded to the nearest BF16 value, kept as F32.
 GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
 /// The same on a lane type (a float, or the host's 16 lanes): floatToBF16's bits, widened back,

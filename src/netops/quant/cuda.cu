@@ -115,8 +115,7 @@ __device__ void modulatedBlockByRows(const exact::WarpRow& row, const ModulatedI
   if (storeY) {
     // v is BF16 values already: element at + 2 i and its neighbour are word i's low and high halves.
     float words[8];
-    for (int i = 0; i < 8; ++i)
-      words[i] = exact::fromBits((exact::toBits(v[2 * i]) >> 16) | (exact::toBits(v[2 * i + 1]) & 0xffff0000u));
+    for (int i = 0; i < 8; ++i) words[i] = exact::fromBits(exact::packBF16Values(v[2 * i], v[2 * i + 1]));
     float* y = reinterpret_cast<float*>(m.yBF16 + r * m.n + at);
     exact::storeFloat4(y, float4{words[0], words[1], words[2], words[3]});
     exact::storeFloat4(y + 4, float4{words[4], words[5], words[6], words[7]});
@@ -165,9 +164,9 @@ __global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const
 
 /// Whether the op's rows can be taken by rows: its inputs and outputs read and written in 16-byte
 /// pieces on 16 bytes (their rows too: n is a multiple of 256).
-bool onChunks(const Int8Rows::Args& a) { return reinterpret_cast<std::uintptr_t>(a.x) % 16 == 0; }
+bool on16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool onChunks(const Int8Rows::Args& a) { return on16(a.x); }
 bool onChunks(const ModulatedInt8Rows::Args& a) {
-  const auto on16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   return on16(a.norm.x) && on16(a.norm.w) && on16(a.norm.shift) && on16(a.norm.scale) && on16(a.norm.yBF16);
 }
 
