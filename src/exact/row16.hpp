@@ -18,7 +18,8 @@
 //                                  stores (at most two values): the host hands it two whole steps
 //                                  at once (a TwinAt, lanes f32x16x2, exact/twin.hpp) to interleave
 //                                  their chains; a GPU lane runs 4 steps with their stores held
-//                                  until all 4 have loaded (WarpRow::HeldAt)
+//                                  until all 4 have loaded (WarpRow::HeldAt), from the row's end
+//                                  (what a GPU's L2 still holds after the statistics' read)
 //   row.argmax(x), row.maxValue(x) the SPEC's argmax of a row, and the value there
 //   row.leader()                   true on one lane: the one that writes the row's scalars
 //   row.ofLength(m)                the same form over m elements (a slice, a channel)
@@ -475,14 +476,28 @@ struct WarpRow : RowSums<WarpRow> {
   GIZML_HD void forEachWide(Body body) const {
     forEachWideFrom(lane, 16, body);
   }
-  /// forEachWide's loop over elements first, first + stride, ... (< n): also a whole block's
-  /// (core/cuda_row_blocks.cuh, thread t of T taking t, t + T, ...), for a body whose values are
-  /// its element's alone.
+  /// forEachWide's loop over elements first, first + stride, ... (< n; first < stride): also a
+  /// whole block's (core/cuda_row_blocks.cuh, thread t of T taking t, t + T, ...), for a body whose
+  /// values are its element's alone, so that any order gives the same bits.
+  ///
+  /// It runs the last step first, down to the first. A row's values come after its statistics,
+  /// which read it from the start (a chain's order), and on a GPU that holds every row of a large
+  /// tensor at once the L2 keeps only what was read last: the end of each row. Forwards, a row's
+  /// second read began with its start, read longest ago and gone (an H200 read 201 MB for
+  /// modulatedNorm's 100 MB of x), and by the time it reached the end that was gone too; from the
+  /// end it finds what is still there first (not yet measured on a GPU: the next session's
+  /// profile says the bytes read). A partial last step (n not a multiple of stride) is taken
+  /// alone, so that the lanes' steps below it stay side by side.
   template <class Body>
   GIZML_HD void forEachWideFrom(std::int64_t first, std::int64_t stride, Body body) const {
-    std::int64_t i = first;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-      const HeldAt s0{{i}}, s1{{i + stride}}, s2{{i + 2 * stride}}, s3{{i + 3 * stride}};
+    if (n <= 0) return;
+    std::int64_t i = first + (n - 1) / stride * stride;  // this lane's element of the row's last step
+    if (n % stride != 0) {
+      if (i < n) body(At{i});
+      i -= stride;
+    }
+    for (; i - 3 * stride >= first; i -= 4 * stride) {
+      const HeldAt s0{{i}}, s1{{i - stride}}, s2{{i - 2 * stride}}, s3{{i - 3 * stride}};
       body(s0);
       body(s1);
       body(s2);
@@ -492,7 +507,7 @@ struct WarpRow : RowSums<WarpRow> {
       s2.flush();
       s3.flush();
     }
-    for (; i < n; i += stride) body(At{i});
+    for (; i >= first; i -= stride) body(At{i});
   }
 
   /// Each lane keeps its best (value, index), then the half-warp combines them; argmaxBetter is

@@ -238,6 +238,9 @@ void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRowsStaged<R
 /// one shorter), not a whole channel: a video VAE's 512 channels of 48 x 1024 would be 512
 /// half-warps (8192 threads), far too few to keep a GPU's memory busy; in chunks they are 6144.
 /// Each chunk adds its group's partial sums again (groupStats: the same f64 steps, the same bits).
+/// Chunk r is every channel's last first, then every channel's one before it, as quads::kernel
+/// takes them (what the L2 still holds after the first pass is the end of each slice), and its
+/// values from its end (WarpRow::forEachWideFrom).
 struct GroupNormChunks {
   static constexpr const char* kName = GroupNorm::kName;
   static constexpr std::int64_t kChunk = 4096;
@@ -248,7 +251,8 @@ struct GroupNormChunks {
   };
   template <class Row>
   __device__ static void row(const Row& row, const Args& a, std::int64_t r) {
-    const std::int64_t ch = r / a.chunks, start = (r % a.chunks) * a.n, rest = a.channels.n - start;
+    const std::int64_t ch = r % a.channels.rows, start = (a.chunks - 1 - r / a.channels.rows) * a.n;
+    const std::int64_t rest = a.channels.n - start;
     GroupNorm::chunk(row.ofLength(rest < a.n ? rest : a.n), a.channels, ch, start);
   }
 };

@@ -123,18 +123,26 @@ struct Int8Rows {
   }
   /// The row's two walks, block(at, first, v) putting the transform of the 256-block at element `at`
   /// of the row's input in v (a.transformed; modulatedInt8Rows' values first, storing y on the first
-  /// walk; a GPU's by rows: quant/cuda.cu).
+  /// walk; a GPU's by rows: quant/cuda.cu). Each walk starts at the end of the row where the read
+  /// before it finished (the first from the end where `firstFromEnd`: modulatedInt8Rows', after
+  /// its statistics), so that a GPU finds first what its L2 still holds of the row (as
+  /// WarpRow::forEachWideFrom). The order changes no bit: the maximum is order-free and each
+  /// block's codes are its own.
   template <class Row, class Block, class F = typename Row::F>
-  GIZML_HD static void rowWith(const Row& row, const Args& a, std::int64_t r, Block block) {
-    const std::int64_t begin = r * a.n, end = begin + a.n;
+  GIZML_HD static void rowWith(const Row& row, const Args& a, std::int64_t r, Block block, bool firstFromEnd = false) {
+    const std::int64_t blocks = a.n / exact::kHadamardBlock;
+    const auto blockAt = [&](std::int64_t k, bool fromEnd) {
+      return r * a.n + exact::kHadamardBlock * (fromEnd ? blocks - 1 - k : k);
+    };
     F best = F{};
-    for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
+    for (std::int64_t k = 0; k < blocks; ++k) {
       F v[16];
-      block(b, true, v);
-      for (int k = 0; k < 16; ++k) best = exact::maxMagnitude(best, v[k]);
+      block(blockAt(k, firstFromEnd), true, v);
+      for (int j = 0; j < 16; ++j) best = exact::maxMagnitude(best, v[j]);
     }
     const float s = int8Scale(exact::laneMax(row, best), a.maxCode);
-    for (std::int64_t b = begin; b < end; b += exact::kHadamardBlock) {
+    for (std::int64_t k = 0; k < blocks; ++k) {
+      const std::int64_t b = blockAt(k, !firstFromEnd);
       F v[16];
       block(b, false, v);
       storeBlockCodes(row, a, s, b, v);
@@ -240,9 +248,12 @@ struct ModulatedInt8Rows {
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     const float* x = a.norm.x + r * a.norm.n;
     const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
-    Int8Rows::rowWith(row, codeArgs(a), r, [&](std::int64_t at, bool first, F(&v)[16]) {
-      block(row, a, r, st, at - r * a.n, first && a.norm.yBF16 != nullptr, v, x);
-    });
+    Int8Rows::rowWith(
+        row, codeArgs(a), r,
+        [&](std::int64_t at, bool first, F(&v)[16]) {
+          block(row, a, r, st, at - r * a.n, first && a.norm.yBF16 != nullptr, v, x);
+        },
+        true);
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
