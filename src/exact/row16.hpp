@@ -378,6 +378,19 @@ void hostRowsBeside(const typename Kernel::Args& a, bool streamStores, Ahead ahe
 // Its members are __host__ __device__ so that the GIZML_HD row functions instantiated with it
 // compile in nvcc's host pass too; only the kernels run them.
 
+/// *p = v for an output that nothing reads back soon (at.stream's): on a GPU st.global.cs, whose
+/// line the L2 evicts first, so that a row op's output does not push out the input that its row's
+/// second read (from the row's end: forEachWideFrom) looks for there. (The host's at.stream is
+/// HostRow's: past the caches only where its loop asked.)
+template <class T>
+GIZML_HD void streamStore(T* p, T v) {
+#if defined(__CUDA_ARCH__)
+  __stcs(p, v);
+#else
+  *p = v;
+#endif
+}
+
 struct WarpRow : RowSums<WarpRow> {
   using F = float;
   std::int64_t n;
@@ -395,8 +408,9 @@ struct WarpRow : RowSums<WarpRow> {
     /// v, a BF16 value already (roundToBF16Lanes' result), as BF16: store's bits without rounding
     /// again (bf16OfValue; some seven instructions a value fewer on a GPU).
     GIZML_HD void storeBF16Value(std::uint16_t* row, float v) const { row[i] = bf16OfValue(v); }
-    GIZML_HD void stream(float* row, float v) const { row[i] = v; }
-    GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
+    /// An output that nothing reads back soon: on a GPU a streaming store (streamStore).
+    GIZML_HD void stream(float* row, float v) const { streamStore(row + i, v); }
+    GIZML_HD void stream(std::uint16_t* row, float v) const { streamStore(row + i, floatToBF16(v)); }
     /// A row laid out otherwise than contiguously (a copy in shared memory laid out against bank
     /// conflicts: core/cuda_row_blocks.cuh's SwizzledBlocksRow): its element i is row.at(i).
     template <class Laid>
@@ -442,17 +456,24 @@ struct WarpRow : RowSums<WarpRow> {
       void* where;  // a float, or a BF16 value (std::uint16_t) where bf16
       float value;
       bool bf16;
+      bool streaming;  // at.stream's (streamStore)
       GIZML_HD void write() const {
-        if (bf16) *static_cast<std::uint16_t*>(where) = floatToBF16(value);
-        else *static_cast<float*>(where) = value;
+        if (bf16) {
+          const std::uint16_t bits = floatToBF16(value);
+          if (streaming) streamStore(static_cast<std::uint16_t*>(where), bits);
+          else *static_cast<std::uint16_t*>(where) = bits;
+        } else {
+          if (streaming) streamStore(static_cast<float*>(where), value);
+          else *static_cast<float*>(where) = value;
+        }
       }
     };
     mutable Slot first{}, second{};
     mutable int held = 0;
-    GIZML_HD void store(float* row, float v) const { hold({row + At::i, v, false}); }
-    GIZML_HD void store(std::uint16_t* row, float v) const { hold({row + At::i, v, true}); }
-    GIZML_HD void stream(float* row, float v) const { store(row, v); }
-    GIZML_HD void stream(std::uint16_t* row, float v) const { store(row, v); }
+    GIZML_HD void store(float* row, float v) const { hold({row + At::i, v, false, false}); }
+    GIZML_HD void store(std::uint16_t* row, float v) const { hold({row + At::i, v, true, false}); }
+    GIZML_HD void stream(float* row, float v) const { hold({row + At::i, v, false, true}); }
+    GIZML_HD void stream(std::uint16_t* row, float v) const { hold({row + At::i, v, true, true}); }
     GIZML_HD void hold(const Slot& s) const {
 #if defined(__CUDA_ARCH__)
       if (held == 2) __trap();  // a body with more stores than forEachWide holds

@@ -140,6 +140,12 @@ template <class T>
 T __ldcg(const T* p) {
   return *p;
 }
+/// A streaming store (st.global.cs: the L2 evicts its line first): a plain store, the simulator
+/// having no cache.
+template <class T>
+void __stcs(T* p, T v) {
+  *p = v;
+}
 /// A spin-wait's pause: the thread's turn ends (sim::pause), so that the threads it waits for run;
 /// where every thread of the block only pauses, nothing can change and the launch fails as a deadlock.
 inline void __nanosleep(unsigned) { ::gizml::sim::pause(); }
