@@ -304,7 +304,9 @@ struct RowNormRope {
     const float scale = exact::rmsScale(row, v, a.eps);
     const std::int64_t half = a.head / 2;
     const Row halves = row.ofLength(half);
-    for (std::int64_t h = 0; h < a.n / a.head; ++h) {
+    // The last head first, each from its end (forEachWide): what a GPU's L2 still holds of the row
+    // after the sums is its end (WarpRow::forEachWideFrom). Each pair is its own: any order.
+    for (std::int64_t h = a.n / a.head - 1; h >= 0; --h) {
       const std::int64_t cs = r * (a.n / 2) + h * half;
       normRotateHalves(halves, v + h * a.head, scale, a.w + h * a.head, a.cos + cs, a.sin + cs);
     }
