@@ -406,8 +406,9 @@ struct WarpRow : RowSums<WarpRow> {
     GIZML_HD float load(const std::uint16_t* row) const { return bf16ToFloat(row[i]); }
     GIZML_HD void store(std::uint16_t* row, float v) const { row[i] = floatToBF16(v); }
     /// v, a BF16 value already (roundToBF16Lanes' result), as BF16: store's bits without rounding
-    /// again (bf16OfValue; some seven instructions a value fewer on a GPU).
-    GIZML_HD void storeBF16Value(std::uint16_t* row, float v) const { row[i] = bf16OfValue(v); }
+    /// again (bf16OfValue; some seven instructions a value fewer on a GPU), as an output that
+    /// nothing reads back soon (streamStore).
+    GIZML_HD void streamBF16Value(std::uint16_t* row, float v) const { streamStore(row + i, bf16OfValue(v)); }
     /// An output that nothing reads back soon: on a GPU a streaming store (streamStore).
     GIZML_HD void stream(float* row, float v) const { streamStore(row + i, v); }
     GIZML_HD void stream(std::uint16_t* row, float v) const { streamStore(row + i, floatToBF16(v)); }
@@ -576,6 +577,14 @@ GIZML_HD void storeFloat4(float* p, const float4& v) {
   std::memcpy(p, &v, sizeof v);
 #else
   *reinterpret_cast<float4*>(p) = v;
+#endif
+}
+/// storeFloat4 of an output that nothing reads back soon (streamStore: st.global.cs).
+GIZML_HD void streamFloat4(float* p, const float4& v) {
+#if defined(__CUDA_ARCH__) && !defined(GIZML_CUDA_SIM)
+  __stcs(reinterpret_cast<float4*>(p), v);
+#else
+  storeFloat4(p, v);
 #endif
 }
 

@@ -117,8 +117,8 @@ __device__ void modulatedBlockByRows(const exact::WarpRow& row, const ModulatedI
     float words[8];
     for (int i = 0; i < 8; ++i) words[i] = exact::fromBits(exact::packBF16Values(v[2 * i], v[2 * i + 1]));
     float* y = reinterpret_cast<float*>(m.yBF16 + r * m.n + at);
-    exact::storeFloat4(y, float4{words[0], words[1], words[2], words[3]});
-    exact::storeFloat4(y + 4, float4{words[4], words[5], words[6], words[7]});
+    exact::streamFloat4(y, float4{words[0], words[1], words[2], words[3]});
+    exact::streamFloat4(y + 4, float4{words[4], words[5], words[6], words[7]});
   }
   exact::hadamard256FromRows(row, v, scratch);
 }

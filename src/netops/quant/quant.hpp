@@ -181,7 +181,8 @@ struct Int8Rows {
   }
   /// Stores the codes biased(k) - kCodeBias, k = 0 ... 15, as storeBlockCodes says, their kind's
   /// branch taken once for the 16: F32 as they are, I8 and I4 their low bits. I4: an even lane packs
-  /// its code and its neighbour's.
+  /// its code and its neighbour's. (Plain stores: as streaming ones, st.global.cs, the block a
+  /// row's kernel spilled 12 bytes, and the codes are a quarter of x's bytes or less.)
   template <class Biased>
   GIZML_HD static void storeCodes(const exact::WarpRow& row, const Args& a, std::int64_t at, Biased biased) {
     if (a.codes == Codes::F32) {
@@ -239,7 +240,7 @@ struct ModulatedInt8Rows {
     // y after all 16 steps' loads (a store between them would keep a GPU from issuing the loads
     // together); v is a BF16 value already, stored as it is.
     if (storeY)
-      for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).storeBF16Value(m.yBF16 + at0, v[k]);
+      for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).streamBF16Value(m.yBF16 + at0, v[k]);
     exact::hadamard256(row, v);
   }
   /// The row's two walks, Int8Rows::rowWith's, after its statistics (the host: host.cpp's
