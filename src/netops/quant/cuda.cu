@@ -189,15 +189,10 @@ __global__ void modulatedInt8RowsByRowsKernel(const ModulatedInt8Rows::Args a, c
   detail::forHalfWarpRows(a.rows, [&](std::int64_t r) {
     if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) return;
     const float* x = a.norm.x + r * a.n;
-    const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
-    Int8Rows::rowWith(
-        row, ModulatedInt8Rows::codeArgs(a), r,
-        [&](std::int64_t at, bool first, float(&v)[16]) {
-          const std::int64_t b = at - r * a.n;
-          const auto xChunk = [&](int c) { return exact::loadFloat4(x + b + 16 * row.lane + 4 * c); };
-          modulatedBlockByRows(row, a, r, st, b, first && a.norm.yBF16 != nullptr, v, xChunk, mine);
-        },
-        true);  // after the statistics' read, from the row's end
+    ModulatedInt8Rows::rowWith(row, a, r, [&](const exact::MeanRstd& st, std::int64_t b, bool storeY, float(&v)[16]) {
+      const auto xChunk = [&](int c) { return exact::loadFloat4(x + b + 16 * row.lane + 4 * c); };
+      modulatedBlockByRows(row, a, r, st, b, storeY, v, xChunk, mine);
+    });
   });
 }
 

@@ -243,18 +243,25 @@ struct ModulatedInt8Rows {
       for (int k = 0; k < 16; ++k) row.stepAt(b + 16 * k).streamBF16Value(m.yBF16 + at0, v[k]);
     exact::hadamard256(row, v);
   }
-  /// The row's two walks, Int8Rows::rowWith's, after its statistics (the host: host.cpp's
-  /// ModulatedInt8RowsHost).
-  template <class Row, class F = typename Row::F>
-  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const float* x = a.norm.x + r * a.norm.n;
-    const exact::MeanRstd st = norms::modulatedStats(row, x, a.norm.eps, a.norm.centered);
+  /// The row's statistics, then Int8Rows::rowWith's two walks, the first from the row's end (where
+  /// the statistics' read ended), with blockAt(st, b, storeY, v) putting the block at element b of
+  /// the row in v (block's work; a GPU's by rows: quant/cuda.cu). The host runs its own loop
+  /// (host.cpp's ModulatedInt8RowsHost).
+  template <class Row, class BlockAt, class F = typename Row::F>
+  GIZML_HD static void rowWith(const Row& row, const Args& a, std::int64_t r, BlockAt blockAt) {
+    const exact::MeanRstd st = norms::modulatedStats(row, a.norm.x + r * a.n, a.norm.eps, a.norm.centered);
     Int8Rows::rowWith(
         row, codeArgs(a), r,
         [&](std::int64_t at, bool first, F(&v)[16]) {
-          block(row, a, r, st, at - r * a.n, first && a.norm.yBF16 != nullptr, v, x);
+          blockAt(st, at - r * a.n, first && a.norm.yBF16 != nullptr, v);
         },
         true);
+  }
+  template <class Row, class F = typename Row::F>
+  GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
+    rowWith(row, a, r, [&](const exact::MeanRstd& st, std::int64_t b, bool storeY, F(&v)[16]) {
+      block(row, a, r, st, b, storeY, v, a.norm.x + r * a.n);
+    });
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
