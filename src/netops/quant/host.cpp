@@ -125,7 +125,7 @@ GIZML_INLINE auto stagedBlocksOfGroups(Group group) {
     // Unrolled: GCC's loop put each staged group on the stack, and the transform took 234 of its
     // operands back from there (44 unrolled). modulatedInt8Rows on a Zen 5, pairs of runs: [32,
     // 3072] on 1 thread faster in 6 of 8 (medians 27.2 -> 26.7 us), [8192, 3072] on 2 in 7 of 8
-    // (4.28 -> 4.09 ms); int8Rows of F32 rows the same.
+    // (4.28 -> 4.09 ms); int8Rows of F32 rows and hadamardRows the same in the caches.
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       f32x16 u[4];
