@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include "core/cuda_row_blocks.cuh"
 #include "exact/mma_ptx.cuh"
 
 namespace {
@@ -263,6 +264,30 @@ TEST(GpuSimulator, ResidentBlocksRunAtOnceEachWithItsOwnSharedMemory) {
   const SimEnvironment bad("GIZML_SIM_RESIDENT_BLOCKS", "many");
   GIZML_LAUNCH(1, 32, 0, nullptr, waitForTheLastBlockKernel)(flag.p, out.p);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);  // and the simulator says why on stderr
+}
+
+__global__ void carveoutKernel(float* p) { p[threadIdx.x] = 0.0f; }
+
+// detail::preferSharedFor (core/cuda.cu, the block a row's launches under GIZML_CUDA_ROWS_PER_SM):
+// the carveout, in whole percent rounded up, of blocks x (dynamic bytes + static bytes + the 1 KiB
+// CUDA keeps a block) against a multiprocessor's 228 KiB; the simulator keeps what a kernel was
+// asked, as CUDA does, and checks it as CUDA does (0 to 100, or -1).
+TEST(GpuSimulator, CarveoutIsWhatTheBlocksTake) {
+  const void* kernel = reinterpret_cast<const void*>(carveoutKernel);
+  cudaFuncAttributes a{};
+  ASSERT_EQ(cudaFuncGetAttributes(&a, carveoutKernel), cudaSuccess);
+  EXPECT_EQ(a.preferredShmemCarveout, -1);
+  gizml::detail::preferSharedFor(0, kernel, 24 * 1024, 4);  // 100 KiB of 228: 43.9 %
+  ASSERT_EQ(cudaFuncGetAttributes(&a, carveoutKernel), cudaSuccess);
+  EXPECT_EQ(a.preferredShmemCarveout, 44);
+  gizml::detail::preferSharedFor(0, kernel, 24 * 1024, 9);  // 225 KiB: 98.7 %
+  ASSERT_EQ(cudaFuncGetAttributes(&a, carveoutKernel), cudaSuccess);
+  EXPECT_EQ(a.preferredShmemCarveout, 99);
+  gizml::detail::preferSharedFor(0, kernel, 48 * 1024, 9);  // more than there is: all of it
+  ASSERT_EQ(cudaFuncGetAttributes(&a, carveoutKernel), cudaSuccess);
+  EXPECT_EQ(a.preferredShmemCarveout, 100);
+  EXPECT_EQ(cudaFuncSetAttribute(carveoutKernel, cudaFuncAttributePreferredSharedMemoryCarveout, 101), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(carveoutKernel, cudaFuncAttributePreferredSharedMemoryCarveout, -2), cudaErrorInvalidValue);
 }
 
 TEST(GpuSimulator, MemoryStartsAsNaNsAndFreeingWhatWasNotAllocatedFails) {

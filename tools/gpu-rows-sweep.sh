@@ -13,9 +13,10 @@
 # from the L2; BM_GroupNormPass says what each pass of the two launches reaches alone.
 # And the 8-bit rows' half-warp rows by shuffles (GIZML_CUDA_BY_ROWS=0, quant/cuda.cu: the row
 # functions as they were before stop 34) against their default, blocks by rows.
-# For each run of ROWS_SWEEP (default "0 b0 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16", the likeliest
+# For each run of ROWS_SWEEP (default "0 b0 b4 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16", the likeliest
 # answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
-# most N of them a multiprocessor, b0 no such limit; s: the 8-bit rows by shuffles, only the copy's
+# most N of them a multiprocessor, b0 no such limit (bN also asks for only those blocks' shared memory,
+# the rest of it L1: residentGrid, core/cuda_row_blocks.cuh); s: the 8-bit rows by shuffles, only the copy's
 # and their benchmarks; gL: groupNorm in one launch, L groups ahead,
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
 # gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
@@ -39,7 +40,7 @@ FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowN
 : > "$LOG"
 status=0
 total="${ROWS_SWEEP_TOTAL:-420}" start=$SECONDS ran=""
-for run in ${ROWS_SWEEP:-0 b0 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16}; do
+for run in ${ROWS_SWEEP:-0 b0 b4 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
   if [ "$left" -lt 10 ]; then
     echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s) spent: the runs from $run on left out" | tee -a "$LOG"

@@ -2,6 +2,7 @@
 // flag, the launch checks, and the random fills.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -136,6 +137,7 @@ struct KernelFacts {
   std::mutex lock;
   std::map<std::tuple<int, const void*, unsigned, std::size_t>, int> resident;
   std::map<std::pair<int, const void*>, std::size_t> sharedAllowed;
+  std::map<std::pair<int, const void*>, int> carveout;  // the percent last asked for
 };
 KernelFacts& kernelFacts() {
   static KernelFacts facts;
@@ -163,6 +165,29 @@ int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, 
     f.resident[key] = perSm;
   }
   return perSm;
+}
+
+void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, int blocks) {
+  int most = 0, reserved = 0;
+  cudaFuncAttributes facts{};
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) != cudaSuccess ||
+      cudaFuncGetAttributes(&facts, kernel) != cudaSuccess || most <= 0) {
+    cudaGetLastError();  // a hint not given: the driver's own split
+    return;
+  }
+  const std::size_t need = static_cast<std::size_t>(blocks) * (sharedBytes + facts.sharedSizeBytes + reserved);
+  const int percent = static_cast<int>(std::min<std::size_t>(100, (100 * need + most - 1) / most));
+  KernelFacts& f = kernelFacts();
+  std::lock_guard<std::mutex> g(f.lock);
+  const auto key = std::make_pair(device, kernel);
+  if (const auto it = f.carveout.find(key); it != f.carveout.end() && it->second == percent) return;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  f.carveout[key] = percent;
 }
 
 void allowSharedOnce(int device, const char* function, const void* kernel, std::size_t bytes) {

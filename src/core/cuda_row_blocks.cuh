@@ -59,16 +59,32 @@ inline Grid rowBlocksGrid(const Gpu& g, std::int64_t items, unsigned threads) {
 /// launch: a launch of a few rows is a few microseconds (cuda.cu).
 int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, std::size_t sharedBytes);
 
+/// Asks that a multiprocessor of `device` keep as shared memory (its carveout, in percent; the
+/// rest is L1) what `blocks` blocks of `kernel` with `sharedBytes` of dynamic shared memory take
+/// (its static bytes and the 1 KiB CUDA keeps a block counted): a hint, which the driver may
+/// overrule; nothing where CUDA cannot say (cuda.cu).
+void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, int blocks);
+
 /// rowBlocksGrid for a kernel whose blocks stride over their items and copy the next one while
 /// working on this one (forStaged): at most as many blocks as `device` holds at once (its
 /// multiprocessors times the kernel's occupancy at `threads` and `sharedBytes`; allowShared
-/// first), so that every block has items to pipeline.
+/// first), so that every block has items to pipeline. Where GIZML_CUDA_ROWS_PER_SM holds fewer
+/// blocks a multiprocessor than fit, the kernel asks for only their shared memory
+/// (preferSharedFor): without it the driver gives the shared memory that the most blocks would
+/// take (at [., 3072] F32 rows, 9 blocks: 216 KiB, the L1 left some 28 KiB), and w, shift and
+/// scale (36 KiB a modulatedNorm row) come from the L2 for every row. Not yet measured on a GPU:
+/// tools/gpu-rows-sweep.sh's run b4 asks the question.
 template <class Kernel>
 Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned threads, std::size_t sharedBytes) {
   Grid grid = rowBlocksGrid(g, items, threads);
-  const int perSm = residentPerMultiprocessor(g.device.index, reinterpret_cast<const void*>(kernel), threads, sharedBytes);
-  const std::int64_t resident = static_cast<std::int64_t>(multiprocessors(g.device.index)) * perSm;
+  const void* k = reinterpret_cast<const void*>(kernel);
+  const int perSm = residentPerMultiprocessor(g.device.index, k, threads, sharedBytes);
+  const unsigned sms = multiprocessors(g.device.index);
+  const std::int64_t resident = static_cast<std::int64_t>(sms) * perSm;
   if (resident > 0 && resident < grid.blocks) grid.blocks = static_cast<unsigned>(resident);
+  const unsigned cap = rowBlocksCap(g.device.index, 1);
+  if (cap != kMostBlocks && sms > 0 && static_cast<int>(cap / sms) < perSm)
+    preferSharedFor(g.device.index, k, sharedBytes, static_cast<int>(cap / sms));
   return grid;
 }
 

@@ -565,6 +565,7 @@ struct RuntimeState {
   std::mutex lock;
   std::unordered_map<void*, std::size_t> allocations;
   std::unordered_map<const void*, int> maxDynamicShared;  // by kernel
+  std::unordered_map<const void*, int> carveout;          // by kernel: the percent last asked for
   cudaError_t lastError = cudaSuccess;
   std::string lastFailure;
 };
@@ -747,16 +748,24 @@ void launch(const void* kernel, dim3 grid, dim3 block, std::size_t dynamicShared
 }
 
 cudaError_t funcSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
-  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || static_cast<std::size_t>(value) > kMaxShared)
+  // A carveout (percent of a multiprocessor's shared memory, the rest L1) is a hint for a cache
+  // the simulator has not: checked as CUDA checks it and kept, for cudaFuncGetAttributes to say.
+  const bool carveout = attr == cudaFuncAttributePreferredSharedMemoryCarveout;
+  if (carveout ? value < -1 || value > 100
+               : attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+                     static_cast<std::size_t>(value) > kMaxShared)
     return cudaErrorInvalidValue;
   RuntimeState& s = state();
   std::lock_guard<std::mutex> g(s.lock);
-  s.maxDynamicShared[kernel] = value;
+  (carveout ? s.carveout : s.maxDynamicShared)[kernel] = value;
   return cudaSuccess;
 }
 
-cudaError_t funcGetAttributes(cudaFuncAttributes* out, const void*) {
+cudaError_t funcGetAttributes(cudaFuncAttributes* out, const void* kernel) {
   *out = cudaFuncAttributes{};  // an sm_90 kernel: ptxVersion 90 (the FP8 instructions are there)
+  RuntimeState& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  if (const auto it = s.carveout.find(kernel); it != s.carveout.end()) out->preferredShmemCarveout = it->second;
   return cudaSuccess;
 }
 
@@ -843,8 +852,15 @@ cudaError_t cudaGetDeviceCount(int* count) {
 cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (device != 0) return cudaErrorInvalidDevice;
-  // Memory pools, and 4 multiprocessors (only a launch's grid reads it: GIZML_CUDA_ROWS_PER_SM).
-  *value = attr == cudaDevAttrMemoryPoolsSupported ? 1 : attr == cudaDevAttrMultiProcessorCount ? 4 : 0;
+  // Memory pools, 4 multiprocessors (only a launch's grid reads it: GIZML_CUDA_ROWS_PER_SM) of an
+  // sm_90's 228 KiB of shared memory, 1 KiB of it each block's own.
+  switch (attr) {
+    case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+    case cudaDevAttrMultiProcessorCount: *value = 4; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = 228 * 1024; break;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = 1024; break;
+    default: *value = 0;
+  }
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {

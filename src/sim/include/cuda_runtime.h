@@ -41,8 +41,16 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
   cudaMemcpyDefault = 4
 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMemoryPoolsSupported = 115 };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+  cudaDevAttrReservedSharedMemoryPerBlock = 111,
+  cudaDevAttrMemoryPoolsSupported = 115
+};
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9
+};
 enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
 struct CUmemPoolHandle_st;
 using cudaMemPool_t = CUmemPoolHandle_st*;
@@ -51,6 +59,7 @@ struct cudaFuncAttributes {
   std::size_t sharedSizeBytes = 0, constSizeBytes = 0, localSizeBytes = 0;
   int maxThreadsPerBlock = 1024, numRegs = 0, ptxVersion = 90, binaryVersion = 90;
   int maxDynamicSharedSizeBytes = 48 * 1024;
+  int preferredShmemCarveout = -1;  // cudaFuncAttributePreferredSharedMemoryCarveout's, -1: none
 };
 
 const char* cudaGetErrorName(cudaError_t e);
