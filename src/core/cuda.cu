@@ -137,7 +137,8 @@ struct KernelFacts {
   std::mutex lock;
   std::map<std::tuple<int, const void*, unsigned, std::size_t>, int> resident;
   std::map<std::pair<int, const void*>, std::size_t> sharedAllowed;
-  std::map<std::pair<int, const void*>, int> carveout;  // the percent last asked for
+  std::map<std::tuple<int, const void*, std::size_t, int>, int> carveoutFor;  // preferSharedFor's percent
+  std::map<std::pair<int, const void*>, int> carveout;                         // the percent last set
 };
 KernelFacts& kernelFacts() {
   static KernelFacts facts;
@@ -168,22 +169,30 @@ int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, 
 }
 
 void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, int blocks) {
-  int most = 0, reserved = 0;
-  cudaFuncAttributes facts{};
-  if (cudaSetDevice(device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) != cudaSuccess ||
-      cudaFuncGetAttributes(&facts, kernel) != cudaSuccess || most <= 0) {
-    cudaGetLastError();  // a hint not given: the driver's own split
-    return;
-  }
-  const std::size_t need = static_cast<std::size_t>(blocks) * (sharedBytes + facts.sharedSizeBytes + reserved);
-  const int percent = static_cast<int>(std::min<std::size_t>(100, (100 * need + most - 1) / most));
+  // Asked at every such launch: CUDA is asked once for each (device, kernel, bytes, blocks), and
+  // the attribute set only where the kernel's last one differs.
   KernelFacts& f = kernelFacts();
   std::lock_guard<std::mutex> g(f.lock);
+  const auto asked = std::make_tuple(device, kernel, sharedBytes, blocks);
+  auto it = f.carveoutFor.find(asked);
+  if (it == f.carveoutFor.end()) {
+    int most = 0, reserved = 0;
+    cudaFuncAttributes facts{};
+    if (cudaSetDevice(device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) != cudaSuccess ||
+        cudaFuncGetAttributes(&facts, kernel) != cudaSuccess || most <= 0) {
+      cudaGetLastError();  // a hint not given: the driver's own split
+      return;
+    }
+    const std::size_t need = static_cast<std::size_t>(blocks) * (sharedBytes + facts.sharedSizeBytes + reserved);
+    it = f.carveoutFor.emplace(asked, static_cast<int>(std::min<std::size_t>(100, (100 * need + most - 1) / most))).first;
+  }
+  const int percent = it->second;
   const auto key = std::make_pair(device, kernel);
-  if (const auto it = f.carveout.find(key); it != f.carveout.end() && it->second == percent) return;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) != cudaSuccess) {
+  if (const auto last = f.carveout.find(key); last != f.carveout.end() && last->second == percent) return;
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) != cudaSuccess) {
     cudaGetLastError();
     return;
   }
