@@ -286,8 +286,9 @@ TEST(GpuSimulator, CarveoutIsWhatTheBlocksTake) {
   gizml::detail::preferSharedFor(0, kernel, 48 * 1024, 9);  // more than there is: all of it
   ASSERT_EQ(cudaFuncGetAttributes(&a, carveoutKernel), cudaSuccess);
   EXPECT_EQ(a.preferredShmemCarveout, 100);
-  EXPECT_EQ(cudaFuncSetAttribute(carveoutKernel, cudaFuncAttributePreferredSharedMemoryCarveout, 101), cudaErrorInvalidValue);
-  EXPECT_EQ(cudaFuncSetAttribute(carveoutKernel, cudaFuncAttributePreferredSharedMemoryCarveout, -2), cudaErrorInvalidValue);
+  for (int bad : {101, -2})
+    EXPECT_EQ(cudaFuncSetAttribute(carveoutKernel, cudaFuncAttributePreferredSharedMemoryCarveout, bad),
+              cudaErrorInvalidValue);
 }
 
 TEST(GpuSimulator, MemoryStartsAsNaNsAndFreeingWhatWasNotAllocatedFails) {

@@ -186,7 +186,8 @@ void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, in
       return;
     }
     const std::size_t need = static_cast<std::size_t>(blocks) * (sharedBytes + facts.sharedSizeBytes + reserved);
-    it = f.carveoutFor.emplace(asked, static_cast<int>(std::min<std::size_t>(100, (100 * need + most - 1) / most))).first;
+    const std::size_t percent = std::min<std::size_t>(100, (100 * need + most - 1) / most);
+    it = f.carveoutFor.emplace(asked, static_cast<int>(percent)).first;
   }
   const int percent = it->second;
   const auto key = std::make_pair(device, kernel);
