@@ -15,6 +15,8 @@
 
 #include "core/cuda_row_blocks.cuh"
 #include "exact/mma_ptx.cuh"
+#include "gizml/gizml.hpp"
+#include "support/gpu.hpp"
 
 namespace {
 
@@ -289,6 +291,125 @@ TEST(GpuSimulator, CarveoutIsWhatTheBlocksTake) {
   for (int bad : {101, -2})
     EXPECT_EQ(cudaFuncSetAttribute(carveoutKernel, cudaFuncAttributePreferredSharedMemoryCarveout, bad),
               cudaErrorInvalidValue);
+}
+
+// ---- prefetches into the L2 (cp.async.bulk.prefetch.L2; the half-warp rows' detail::prefetchRow) ----
+
+__global__ void prefetchKernel(const char* p, unsigned bytes) { gizml::exact::mma::prefetchL2(p, bytes); }
+
+TEST(GpuSimulator, PrefetchesAreCountedAndKeptInsideTheirAllocation) {
+  DeviceBuffer<char> x(1000);
+  const std::uint64_t before = gizml::sim::prefetchedL2Bytes();
+  GIZML_LAUNCH(1, 1, 0, nullptr, prefetchKernel)(x.p + 16, 976);  // up to 992 of the 1000 bytes
+  EXPECT_EQ(lastError(), "");
+  EXPECT_EQ(gizml::sim::prefetchedL2Bytes() - before, 976u);
+  GIZML_LAUNCH(1, 1, 0, nullptr, prefetchKernel)(x.p + 992, 16);  // 8 bytes past the end
+  std::string e = lastError();
+  EXPECT_NE(e.find("outside every allocation"), std::string::npos) << e;
+  for (const auto& [offset, bytes] : {std::pair{8, 16u}, std::pair{0, 24u}, std::pair{0, 0u}}) {
+    GIZML_LAUNCH(1, 1, 0, nullptr, prefetchKernel)(x.p + offset, bytes);
+    e = lastError();
+    EXPECT_NE(e.find("not a multiple of 16"), std::string::npos) << offset << ", " << bytes << ": " << e;
+  }
+  int local[8];
+  GIZML_LAUNCH(1, 1, 0, nullptr, prefetchKernel)(reinterpret_cast<const char*>(local), 16);
+  e = lastError();
+  EXPECT_NE(e.find("outside every allocation"), std::string::npos) << e;
+  DeviceBuffer<char> large(1 << 20);
+  GIZML_LAUNCH(1, 1, 0, nullptr, prefetchKernel)(large.p, (1 << 20) - 16);  // the most one instruction takes
+  EXPECT_EQ(lastError(), "");
+  GIZML_LAUNCH(1, 1, 0, nullptr, prefetchKernel)(large.p, 1 << 20);
+  e = lastError();
+  EXPECT_NE(e.find("over 65535 chunks"), std::string::npos) << e;
+  EXPECT_EQ(gizml::sim::prefetchedL2Bytes() - before, 976u + (1 << 20) - 16);
+}
+
+/// A row kernel of the half-warp rows that only counts its rows (out[r] += 1), its stagedRow the
+/// rows of x `stride` floats apart.
+struct CountedRows {
+  struct Args {
+    const float* x;
+    std::int64_t rows, n, stride;
+    float* out;
+  };
+  static const float* stagedRow(const Args& a, std::int64_t r) { return a.x + r * a.stride; }
+  template <class Row>
+  static void row(const Row& row, const Args& a, std::int64_t r) {
+    if (row.leader()) a.out[r] += 1.0f;
+  }
+};
+static_assert(gizml::detail::NamesStagedRow<CountedRows>);
+
+TEST(GpuSimulator, AHalfWarpPrefetchesItsRowsWholeChunks) {
+  const InOrder inOrder;
+  DeviceBuffer<float> x(20 * 12289), out(20);
+  cudaMemset(out.p, 0, 20 * sizeof(float));
+  // The whole 16-byte chunks inside each row's bytes, counted apart from prefetchRow's own loop.
+  const auto chunkBytes = [&](const CountedRows::Args& a) {
+    std::uint64_t sum = 0;
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      const auto start = reinterpret_cast<std::uintptr_t>(a.x + r * a.stride), end = start + 4 * a.n;
+      if (4 * a.n > gizml::detail::kMostPrefetchedRow) continue;
+      for (std::uintptr_t c = start - start % 16; c + 16 <= end; c += 16) sum += c >= start ? 16 : 0;
+    }
+    return sum;
+  };
+  // [5, 3072] (12 KiB rows); rows of 100 floats starting 4 bytes past 16 (the
+  // first 12 and last 4 bytes of each left out); rows of 12288 floats (48 KiB, the most) and of 12289
+  // (none); 20 rows on 2 blocks of 8 rows, so that the half-warps stride.
+  const CountedRows::Args cases[] = {{x.p, 5, 3072, 3072, out.p},
+                                     {x.p + 1, 7, 100, 103, out.p},
+                                     {x.p, 3, 12288, 12288, out.p},
+                                     {x.p, 3, 12289, 12289, out.p},
+                                     {x.p + 2, 20, 520, 601, out.p}};
+  for (const CountedRows::Args& a : cases) {
+    const std::uint64_t before = gizml::sim::prefetchedL2Bytes();
+    GIZML_LAUNCH(2, 16 * gizml::detail::kRowsPerBlock, 0, nullptr, gizml::detail::rowsKernel<CountedRows, true>)(a);
+    ASSERT_EQ(lastError(), "") << a.n;
+    EXPECT_EQ(gizml::sim::prefetchedL2Bytes() - before, chunkBytes(a)) << a.rows << " rows of " << a.n;
+  }
+  EXPECT_EQ(chunkBytes(cases[0]), 5u * 3072 * 4);
+  EXPECT_EQ(chunkBytes(cases[3]), 0u);
+  // Without kPrefetch (the default) nothing is asked.
+  const std::uint64_t before = gizml::sim::prefetchedL2Bytes();
+  GIZML_LAUNCH(2, 16 * gizml::detail::kRowsPerBlock, 0, nullptr, gizml::detail::rowsKernel<CountedRows>)(cases[0]);
+  ASSERT_EQ(lastError(), "");
+  EXPECT_EQ(gizml::sim::prefetchedL2Bytes(), before);
+  // Every row ran once a launch: 6 launches of case 0's rows 0 .. 4, 5 of row 5 and 6, ...
+  const std::vector<float> counts = out.read();
+  EXPECT_EQ(counts[0], 6.0f);
+  EXPECT_EQ(counts[19], 1.0f);
+}
+
+// The row ops' launches: with GIZML_CUDA_L2_PREFETCH=1 (ctest's RowPrefetchCuda_l2_prefetch) every
+// half-warp asks for the row it reads twice, whole, once; else (the default) nothing is asked. A GPU
+// test by its name (GIZML_CUDA_SIM=1 runs it), on the simulator only: it counts what it asks.
+TEST(RowPrefetchCuda, RowOpsAskForTheirRowsWhereAsked) {
+  GIZML_NEED_GPU();
+  using gizml::DType, gizml::Tensor, gizml::Key;
+  namespace netops = gizml::netops;
+  const gizml::Device gpu = gizml::Device::cuda(0);
+  const bool asked = gizml::detail::rowPrefetchWanted();
+  const std::int64_t rows = 5, n = 512;
+  const Tensor x = Tensor::normal(Key{1, 1}, {rows, n}, gpu), w = Tensor::normal(Key{2, 1}, {n}, gpu);
+  const Tensor shift = Tensor::normal(Key{3, 1}, {2, n}, gpu), scale = Tensor::normal(Key{4, 1}, {2, n}, gpu);
+  const Tensor map = Tensor::fromFloats({0, 1, 1, 0, 1}, {rows}, DType::F32, gpu);
+  const Tensor y = Tensor::empty({rows, n}, DType::BF16, gpu), q = Tensor::empty({rows, n}, DType::I8, gpu);
+  const Tensor s = Tensor::empty({rows, 1}, DType::F32, gpu), sum = x.clone();
+  const auto expectAsked = [&](const char* op, std::uint64_t bytes, const auto& run) {
+    const std::uint64_t before = gizml::sim::prefetchedL2Bytes();
+    run();
+    EXPECT_EQ(gizml::sim::prefetchedL2Bytes() - before, asked ? bytes : 0) << op;
+  };
+  const std::uint64_t f32Rows = rows * n * 4, bf16Rows = rows * n * 2;
+  expectAsked("modulatedNormInto", f32Rows, [&] { netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, false, y); });
+  expectAsked("gatedNormAddInto", bf16Rows, [&] { netops::gatedNormAddInto(sum, y, w, shift, map, 1e-6); });
+  expectAsked("rmsNorm", f32Rows, [&] { (void)netops::rmsNorm(x, w, 1e-6); });
+  expectAsked("int8RowsInto", f32Rows, [&] { netops::int8RowsInto(x, q, s); });
+  expectAsked("int8RowsInto of BF16 rows", bf16Rows, [&] { netops::int8RowsInto(y, q, s); });
+  expectAsked("modulatedInt8RowsInto", f32Rows,
+              [&] { netops::modulatedInt8RowsInto(x, w, shift, scale, map, 1e-6, y, q, s, true); });
+  (void)s.to(gizml::Device::host());  // the device error flag checked: no map entry was bad
 }
 
 TEST(GpuSimulator, MemoryStartsAsNaNsAndFreeingWhatWasNotAllocatedFails) {

@@ -4,7 +4,7 @@
 # from memory, occupancy, what the warps wait on, shared-memory bank conflicts) and not only how
 # fast. For each run of PROFILE_RUNS (default "0 b0 g8": the half-warp rows, a block a row
 # (GIZML_CUDA_ROW_BLOCKS=1), groupNorm in one launch 8 groups ahead; the runs are named as
-# gpu-rows-sweep.sh's) and each benchmark of PROFILE_BENCHES, one gizml_bench process under `ncu`
+# gpu-rows-sweep.sh's, pN too) and each benchmark of PROFILE_BENCHES, one gizml_bench process under `ncu`
 # that profiles the op's first two launches (the bench's untimed one and the first timed one; for
 # groupNorm in two launches, its two passes), caches flushed before each as ncu does by default.
 # Only gizml's row and norm kernels are profiled (not the inputs' fills). The sections: the speed
@@ -57,8 +57,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 status=0
 total="${PROFILE_TOTAL:-240}" start=$SECONDS
 for run in ${PROFILE_RUNS:-0 b0 g8}; do
-  n="${run#b}" blocks=0 ahead=0 benches="$BENCHES"
+  n="${run#b}" blocks=0 ahead=0 prefetch=0 benches="$BENCHES"
   [ "$n" != "$run" ] && blocks=1
+  if [ "${run#p}" != "$run" ]; then
+    n="${run#p}" prefetch=1
+  fi
   if [ "${n#g}" != "$n" ]; then
     ahead="${n#g}" n=0 benches="BM_GroupNorm/0"
   fi
@@ -69,10 +72,10 @@ for run in ${PROFILE_RUNS:-0 b0 g8}; do
       exit 1
     fi
     [ "$left" -lt "$limit" ] && limit=$left
-    echo "== $run $bench (GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead)" |
-      tee -a "$LOG"
+    echo "== $run $bench (GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead" \
+      "GIZML_CUDA_L2_PREFETCH=$prefetch)" | tee -a "$LOG"
     if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-      GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" timeout "$limit" "$NCU" --kernel-name-base demangled \
+      GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_L2_PREFETCH="$prefetch" timeout "$limit" "$NCU" --kernel-name-base demangled \
       --kernel-name "$KERNELS" --launch-count 2 "${args[@]}" "$BENCH" \
       --benchmark_filter="^$bench/real_time\$" --benchmark_min_time=0.01 --benchmark_color=false >> "$LOG" 2>&1; then
       echo "gpu-profile: $run $bench failed or timed out (see $LOG)" | tee -a "$LOG"

@@ -12,11 +12,15 @@
 # its second (GIZML_CUDA_GROUP_NORM_AHEAD=L, norms/cuda.cu "ahead"), so that the second reads x
 # from the L2; BM_GroupNormPass says what each pass of the two launches reaches alone.
 # And the 8-bit rows' half-warp rows by shuffles (GIZML_CUDA_BY_ROWS=0, quant/cuda.cu: the row
-# functions as they were before stop 34) against their default, blocks by rows.
-# For each run of ROWS_SWEEP (default "0 b0 b4 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16", the likeliest
-# answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
+# functions as they were before stop 34) against their default, blocks by rows. And a third answer:
+# the half-warp rows, each asking the L2 for its whole row as it starts it (GIZML_CUDA_L2_PREFETCH=1,
+# core/cuda_rows.cuh), with fewer rows at once so that the rows fit the L2 for their second read.
+# For each run of ROWS_SWEEP (default "0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16", the
+# likeliest answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit (bN also asks for only those blocks' shared memory,
-# the rest of it L1: residentGrid, core/cuda_row_blocks.cuh); s: the 8-bit rows by shuffles, only the copy's
+# the rest of it L1: residentGrid, core/cuda_row_blocks.cuh); pN: a half-warp a row prefetching its
+# row, at most N rows a multiprocessor (p0: all at once), only the copy's and those ops' benchmarks;
+# s: the 8-bit rows by shuffles, only the copy's
 # and their benchmarks; gL: groupNorm in one launch, L groups ahead,
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
 # gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
@@ -40,7 +44,7 @@ FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowN
 : > "$LOG"
 status=0
 total="${ROWS_SWEEP_TOTAL:-420}" start=$SECONDS ran=""
-for run in ${ROWS_SWEEP:-0 b0 b4 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16}; do
+for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
   if [ "$left" -lt 10 ]; then
     echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s) spent: the runs from $run on left out" | tee -a "$LOG"
@@ -49,18 +53,22 @@ for run in ${ROWS_SWEEP:-0 b0 b4 s g8 bg8 8 16 32 64 g4 g12 g16 bg4 bg16}; do
   fi
   [ "$left" -lt "$limit" ] && limit=$left
   ran="$ran $run"
-  n="${run#b}" blocks=0 ahead=0 byRows=1 filter="$FILTER"
+  n="${run#b}" blocks=0 ahead=0 byRows=1 prefetch=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
+  if [ "${run#p}" != "$run" ]; then  # only the ops that prefetch, and the copy
+    n="${run#p}" prefetch=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|BM_LayerNorm|BM_RmsNorm'
+  fi
   if [ "${n#g}" != "$n" ]; then
     ahead="${n#g}" n=0 filter='BM_Copy/8192/3072|BM_GroupNorm'
   fi
   if [ "$run" = s ]; then
     byRows=0 n=0 filter='BM_Copy/8192/3072|Int8Rows'
   fi
-  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead GIZML_CUDA_BY_ROWS=$byRows"
+  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead GIZML_CUDA_BY_ROWS=$byRows GIZML_CUDA_L2_PREFETCH=$prefetch"
   echo "$head" | tee -a "$LOG"
   if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_BY_ROWS="$byRows" timeout "$limit" "$BENCH" \
+    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_BY_ROWS="$byRows" GIZML_CUDA_L2_PREFETCH="$prefetch" \
+    timeout "$limit" "$BENCH" \
     --benchmark_filter="$filter" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
     echo "gpu-rows-sweep: the run $run failed or timed out (see $LOG)" | tee -a "$LOG"
     status=1

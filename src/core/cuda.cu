@@ -233,6 +233,11 @@ bool byRowsWanted() {
   return wanted;
 }
 
+bool rowPrefetchWanted() {
+  static const bool wanted = switchOf("GIZML_CUDA_L2_PREFETCH", false);
+  return wanted;
+}
+
 // ---- the device error flag ----------------------------------------------------------------------------
 
 namespace {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/cuda_launch.cuh"
+#include "exact/mma_ptx.cuh"
 #include "exact/row16.hpp"
 
 namespace gizml::detail {
@@ -20,6 +21,21 @@ unsigned rowBlocksCap(int device, int rowsPerBlock = kRowsPerBlock);
 /// `device`'s multiprocessors (0 where it cannot say). Read once a device (cuda.cu).
 unsigned multiprocessors(int device);
 
+/// Whether a half-warp asks the L2 for its row's input as it starts the row (GIZML_CUDA_L2_PREFETCH=1;
+/// unset or 0: not), the row functions that read a row twice (Kernel::stagedRow) and the 8-bit rows
+/// by rows. A half-warp keeps 4 loads of its own in flight, and all 8192 rows of [8192, 3072] at
+/// once (a row a half-warp, the default) have some 2 MB in flight where an H200's memory wants 4 to
+/// 5; fewer rows at once (GIZML_CUDA_ROWS_PER_SM) would keep each row in the L2 for its second
+/// read, but with fewer loads in flight still. A prefetch of the whole row moves it all into the L2
+/// at once, holding no register: with 16 or 32 rows a multiprocessor (25 or 50 MB of rows, the
+/// L2's 50 MB) both reads could come from the L2. Not measured on a GPU yet: the sweep's runs pN
+/// ask (tools/gpu-rows-sweep.sh). Read once a process (cuda.cu).
+bool rowPrefetchWanted();
+
+/// The most bytes of a row prefetched: a longer row's is left alone (48 KiB, the most a block a row
+/// stages; [8192, 3072] F32 rows are 12 KiB).
+constexpr std::int64_t kMostPrefetchedRow = 48 * 1024;
+
 /// A half-warp a row, kRowsPerBlock rows a block, at most rowBlocksCap blocks (the kernels stride).
 inline Grid rowsGrid(const Gpu& g, std::int64_t rows) {
   const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock, cap = rowBlocksCap(g.device.index);
@@ -36,16 +52,44 @@ __device__ void forHalfWarpRows(std::int64_t rows, Work work) {
     work(r);
 }
 
+/// Asks the L2 for the `bytes` at `first` (a row's input; rowPrefetchWanted): one instruction, the
+/// half-warp's first lane's, for the whole 16-byte chunks inside them (the instruction's unit); nothing
+/// for a row over kMostPrefetchedRow. A hint: no value changes. (The instruction takes uniform
+/// registers, one value a warp: nvcc loops over the lanes whose values differ, so one lane a
+/// half-warp asks, two turns of that loop a warp, where a lane for each kilobyte took some 24.)
+__device__ inline void prefetchRow(const exact::WarpRow& row, const void* first, std::int64_t bytes) {
+  if (!row.leader() || bytes > kMostPrefetchedRow) return;
+  const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(first);
+  const std::uintptr_t begin = (start + 15) & ~std::uintptr_t{15}, end = (start + bytes) & ~std::uintptr_t{15};
+  if (begin < end)
+    exact::mma::prefetchL2(reinterpret_cast<const void*>(begin), static_cast<std::uint32_t>(end - begin));
+}
+/// prefetchRow of n values of T at `first`.
+template <class T>
+__device__ void prefetchRow(const exact::WarpRow& row, const T* first, std::int64_t n) {
+  prefetchRow(row, static_cast<const void*>(first), n * static_cast<std::int64_t>(sizeof(T)));
+}
+
+/// Whether Kernel names the input its rows read twice (stagedRow: F32 or BF16, a.n values), which
+/// the half-warp rows prefetch where asked (rowPrefetchWanted).
 template <class Kernel>
+concept NamesStagedRow = requires(const typename Kernel::Args& a) { Kernel::stagedRow(a, std::int64_t{}); };
+
+template <class Kernel, bool kPrefetch = false>
 __global__ void rowsKernel(const typename Kernel::Args a) {
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
-  forHalfWarpRows(a.rows, [&](std::int64_t r) { Kernel::row(row, a, r); });
+  forHalfWarpRows(a.rows, [&](std::int64_t r) {
+    if constexpr (kPrefetch) prefetchRow(row, Kernel::stagedRow(a, r), a.n);
+    Kernel::row(row, a, r);
+  });
 }
 
 /// Kernel::row(WarpRow, args, r) for every row of args (Kernel::Args holds `rows` and `n`).
 template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
+  if constexpr (NamesStagedRow<Kernel>)
+    if (rowPrefetchWanted()) return launch(g, Kernel::kName, rowsKernel<Kernel, true>, rowsGrid(g, a.rows), a);
   launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(g, a.rows), a);
 }
 
@@ -53,11 +97,13 @@ void launchRows(const Gpu& g, const typename Kernel::Args& a) {
 /// lies in [0, a.mods); else the device error flag records it (naming the launch's first checked
 /// argument) and the row is skipped, so nothing is read out of bounds. The half-warp's lanes read
 /// the same entry, so they skip together.
-template <class Kernel>
+template <class Kernel, bool kPrefetch = false>
 __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   forHalfWarpRows(a.rows, [&](std::int64_t r) {
-    if (flag.inRange(0, Kernel::mapped(a, r), a.mods)) Kernel::row(row, a, r);
+    if (!flag.inRange(0, Kernel::mapped(a, r), a.mods)) return;
+    if constexpr (kPrefetch) prefetchRow(row, Kernel::stagedRow(a, r), a.n);
+    Kernel::row(row, a, r);
   });
 }
 
@@ -65,6 +111,9 @@ __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag 
 template <class Kernel>
 void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
+  if constexpr (NamesStagedRow<Kernel>)
+    if (rowPrefetchWanted())
+      return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true>, rowsGrid(g, a.rows), a);
   launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(g, a.rows), a);
 }
 

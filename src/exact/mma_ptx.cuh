@@ -23,6 +23,7 @@ template <int pending>
 __device__ __forceinline__ void waitCopies() {
   sim::waitCopies(pending);
 }
+__device__ __forceinline__ void prefetchL2(const void* p, std::uint32_t bytes) { sim::prefetchL2(p, bytes); }
 template <bool kTrans>
 __device__ __forceinline__ void ldmatrixX4(std::uint32_t (&r)[4], const std::uint16_t* row) {
   sim::ldmatrixX4(r, row, kTrans);
@@ -65,6 +66,18 @@ __device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_g
 template <int pending>
 __device__ __forceinline__ void waitCopies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+/// cp.async.bulk.prefetch.L2 of `bytes` at p (both multiples of 16): asks the L2 for them and goes
+/// on, a hint that holds no register and no load slot (sm_90 on; below it nothing is asked). No
+/// "memory" clobber: nothing is read or written, and a clobber orders the code around it (the
+/// 8-bit codes' __stcs, whose asm has one, spilled 12 bytes).
+__device__ __forceinline__ void prefetchL2(const void* p, std::uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes));
+#else
+  (void)p, (void)bytes;
+#endif
 }
 
 /// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 from this lane's row address.

@@ -73,6 +73,12 @@ void pause();
 void copyAsync(void* dst, const void* src, unsigned bytes, unsigned srcBytes);
 void commitCopies();
 void waitCopies(int pending);
+/// cp.async.bulk.prefetch.L2: a hint, so nothing moves; but checked as strictly as a copy (the
+/// address and size 16-byte whole, at most 65535 chunks of 16 bytes, the bytes inside one
+/// allocation: a kernel's prefetch must never reach past its tensor) and counted (prefetchedL2Bytes).
+void prefetchL2(const void* p, unsigned bytes);
+/// The bytes that prefetchL2 was asked for since the process started.
+std::uint64_t prefetchedL2Bytes();
 void ldmatrixX4(std::uint32_t (&r)[4], const void* row, bool trans);
 enum class MmaKind { BF16, F16, S8, E4M3 };
 /// d += a b of one m16n8k16 (BF16, F16) or m16n8k32 (S8, E4M3) instruction; d is float[4], or

@@ -16,6 +16,7 @@
 // from cudaGetLastError, with the simulator's words in cudaGetErrorString and on stderr.
 #include <sys/mman.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <condition_variable>
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -563,7 +565,7 @@ BlockThreads& blockThreads() {
 
 struct RuntimeState {
   std::mutex lock;
-  std::unordered_map<void*, std::size_t> allocations;
+  std::map<const char*, std::size_t, std::less<>> allocations;  // by start, ordered (prefetchL2 looks one up)
   std::unordered_map<const void*, int> maxDynamicShared;  // by kernel
   std::unordered_map<const void*, int> carveout;          // by kernel: the percent last asked for
   cudaError_t lastError = cudaSuccess;
@@ -791,6 +793,29 @@ cudaError_t occupancy(int* blocks, const void* kernel, int threads, std::size_t 
   return cudaSuccess;
 }
 
+namespace {
+std::atomic<std::uint64_t> prefetched{0};  // prefetchL2's bytes
+}  // namespace
+
+void prefetchL2(const void* p, unsigned bytes) {
+  const char* at = static_cast<const char*>(p);
+  if (bytes == 0 || bytes % 16 != 0 || reinterpret_cast<std::uintptr_t>(at) % 16 != 0)
+    failHere("cp.async.bulk.prefetch.L2: an address or a size not a multiple of 16");
+  // sm_90a's SASS (UBLKPF) takes the size as 16 bits of 16-byte chunks (nvcc 13 keeps size >> 4's low
+  // 16 bits): a larger size would prefetch something else.
+  if (bytes / 16 > 0xffff) failHere("cp.async.bulk.prefetch.L2: over 65535 chunks of 16 bytes");
+  {
+    RuntimeState& s = state();
+    std::lock_guard<std::mutex> g(s.lock);
+    auto it = s.allocations.upper_bound(at);  // the first allocation past `at`; the one before may hold it
+    const bool inside = it != s.allocations.begin() && (--it, at + bytes <= it->first + it->second);
+    if (!inside) failHere("cp.async.bulk.prefetch.L2: bytes outside every allocation");
+  }
+  prefetched += bytes;
+}
+
+std::uint64_t prefetchedL2Bytes() { return prefetched.load(); }
+
 }  // namespace gizml::sim
 
 // ---- the runtime API -----------------------------------------------------------------------------------
@@ -878,7 +903,7 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
   std::memset(q, 0xff, bytes);  // a GPU's new memory holds whatever was there: NaNs here
   auto& s = state();
   std::lock_guard<std::mutex> g(s.lock);
-  s.allocations[q] = bytes;
+  s.allocations[static_cast<const char*>(q)] = bytes;
   *p = q;
   return cudaSuccess;
 }
@@ -888,7 +913,7 @@ cudaError_t cudaFree(void* p) {
   auto& s = state();
   {
     std::lock_guard<std::mutex> g(s.lock);
-    if (s.allocations.erase(p) == 0) return cudaErrorInvalidDevicePointer;
+    if (s.allocations.erase(static_cast<const char*>(p)) == 0) return cudaErrorInvalidDevicePointer;
   }
   std::free(p);
   return cudaSuccess;

@@ -170,11 +170,16 @@ bool onChunks(const ModulatedInt8Rows::Args& a) {
   return on16(a.norm.x) && on16(a.norm.w) && on16(a.norm.shift) && on16(a.norm.scale) && on16(a.norm.yBF16);
 }
 
+/// With kPrefetch the half-warp asks the L2 for its row's x as it starts it (detail::prefetchRow,
+/// GIZML_CUDA_L2_PREFETCH=1), which both walks read.
+template <bool kPrefetch>
 __global__ void int8RowsByRowsKernel(const Int8Rows::Args a) {
   __shared__ __align__(16) float scratch[detail::kRowsPerBlock * exact::kRowsScratch];
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   float* mine = scratch + exact::kRowsScratch * (threadIdx.x / 16);
+  const std::int64_t rowBytes = a.n * (a.xBF16 ? 2 : 4);
   detail::forHalfWarpRows(a.rows, [&](std::int64_t r) {
+    if constexpr (kPrefetch) detail::prefetchRow(row, static_cast<const char*>(a.x) + r * rowBytes, rowBytes);
     Int8Rows::rowWith(row, a, r, [&](std::int64_t at, bool, float(&v)[16]) {
       exact::loadBlockRows(row, a.x, a.xBF16, at, v);
       exact::hadamard256FromRows(row, v, mine);
@@ -182,6 +187,7 @@ __global__ void int8RowsByRowsKernel(const Int8Rows::Args a) {
   });
 }
 
+template <bool kPrefetch>
 __global__ void modulatedInt8RowsByRowsKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
   __shared__ __align__(16) float scratch[detail::kRowsPerBlock * exact::kRowsScratch];
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
@@ -189,6 +195,7 @@ __global__ void modulatedInt8RowsByRowsKernel(const ModulatedInt8Rows::Args a, c
   detail::forHalfWarpRows(a.rows, [&](std::int64_t r) {
     if (!flag.inRange(0, ModulatedInt8Rows::mapped(a, r), a.mods)) return;
     const float* x = a.norm.x + r * a.n;
+    if constexpr (kPrefetch) detail::prefetchRow(row, x, a.n);  // read by the statistics and both walks
     ModulatedInt8Rows::rowWith(row, a, r, [&](const exact::MeanRstd& st, std::int64_t b, bool storeY, float(&v)[16]) {
       const auto xChunk = [&](int c) { return exact::loadFloat4(x + b + 16 * row.lane + 4 * c); };
       modulatedBlockByRows(row, a, r, st, b, storeY, v, xChunk, mine);
@@ -215,7 +222,10 @@ void Int8Rows::cuda(const Gpu& g, const Args& a) {
     detail::allowShared(g, kName, kernel, shared);
     return detail::launch(g, kName, kernel, grid, a, shared);
   }
-  if (detail::byRowsWanted()) return detail::launch(g, kName, int8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
+  if (detail::byRowsWanted()) {
+    const auto kernel = detail::rowPrefetchWanted() ? int8RowsByRowsKernel<true> : int8RowsByRowsKernel<false>;
+    return detail::launch(g, kName, kernel, detail::rowsGrid(g, a.rows), a);
+  }
   detail::launchRows<Int8Rows>(g, a);
 }
 
@@ -230,8 +240,11 @@ void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
     return detail::launchChecked(g, kName, {"map"}, kernel,
                                  detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a, shared);
   }
-  if (detail::byRowsWanted())
-    return detail::launchChecked(g, kName, {"map"}, modulatedInt8RowsByRowsKernel, detail::rowsGrid(g, a.rows), a);
+  if (detail::byRowsWanted()) {
+    const auto kernel =
+        detail::rowPrefetchWanted() ? modulatedInt8RowsByRowsKernel<true> : modulatedInt8RowsByRowsKernel<false>;
+    return detail::launchChecked(g, kName, {"map"}, kernel, detail::rowsGrid(g, a.rows), a);
+  }
   detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
 }
 
