@@ -12,9 +12,11 @@
 #                that program, not the step); a missing GPU fails (GIZML_REQUIRE_GPU=1). A program
 #                that timed out or crashed names the test it was running. registry_test first (every
 #                op, GPU = host), exact_math_cuda_test last (5 x 2^32 values, computed on the host too).
-#   CUDA tests, a block a row
+#   CUDA tests, blocks and prefetch
 #                registry_test's cases of the ops that can take a block a row, and the CUDA tests of
-#                norms_test and quant_test, with GIZML_CUDA_ROW_BLOCKS=1 (core/cuda_row_blocks.cuh)
+#                norms_test and quant_test, with GIZML_CUDA_ROW_BLOCKS=1 (core/cuda_row_blocks.cuh);
+#                those cases again with GIZML_CUDA_L2_PREFETCH=1, 32 rows a multiprocessor
+#                (core/cuda_rows.cuh)
 #   CUDA rerun   only if some tests failed (not timed out): those tests alone (20 a program), again, with
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to name the failing launch
 #   gizml-check  every op on the host and the GPU, bits compared
@@ -232,12 +234,16 @@ gtest_unfinished() {
   step_end
 
   # The same comparisons for the ops that can take a block a row (GIZML_CUDA_ROW_BLOCKS=1, not yet
-  # their default: core/cuda_row_blocks.cuh), whose kernels the step above did not run.
+  # their default: core/cuda_row_blocks.cuh), whose kernels the step above did not run; and for
+  # their half-warp rows prefetching each row into the L2, 32 rows a multiprocessor
+  # (GIZML_CUDA_L2_PREFETCH=1, core/cuda_rows.cuh), as the sweep's run p32 does.
   registry="$BUILD/tests/registry_test"
   if [ -x "$registry" ]; then
-    if step_begin "CUDA tests, a block a row" "$PROGRAM_LIMIT"; then
+    if step_begin "CUDA tests, blocks and prefetch" "$PROGRAM_LIMIT"; then
       step_run --to "$LOGDIR/registry_test.row_blocks.txt" env GIZML_CUDA_ROW_BLOCKS=1 "$registry" \
         --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no
+      step_run --to "$LOGDIR/registry_test.l2_prefetch.txt" env GIZML_CUDA_L2_PREFETCH=1 GIZML_CUDA_ROWS_PER_SM=32 \
+        "$registry" --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no
       for t in "$BUILD/tests/norms_test" "$BUILD/tests/quant_test"; do
         [ -x "$t" ] && step_run --to "$LOGDIR/$(basename "$t").row_blocks.txt" env GIZML_CUDA_ROW_BLOCKS=1 "$t" \
           --gtest_filter='*Cuda*.*' --gtest_color=no
