@@ -15,7 +15,7 @@
 # functions as they were before stop 34) against their default, blocks by rows. And a third answer:
 # the half-warp rows, each asking the L2 for its whole row as it starts it (GIZML_CUDA_L2_PREFETCH=1,
 # core/cuda_rows.cuh), with fewer rows at once so that the rows fit the L2 for their second read.
-# For each run of ROWS_SWEEP (default "0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16", the
+# For each run of ROWS_SWEEP (default "0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0", the
 # likeliest answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit (bN also asks for only those blocks' shared memory,
 # the rest of it L1: residentGrid, core/cuda_row_blocks.cuh); pN: a half-warp a row prefetching its
@@ -44,7 +44,7 @@ FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowN
 : > "$LOG"
 status=0
 total="${ROWS_SWEEP_TOTAL:-420}" start=$SECONDS ran=""
-for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16}; do
+for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
   if [ "$left" -lt 10 ]; then
     echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s) spent: the runs from $run on left out" | tee -a "$LOG"
