@@ -279,20 +279,16 @@ bool fit(const GroupNorm::Args& a) {
 }
 
 GIZML_HD float4 load(const float* p) { return exact::loadFloat4(p); }
+// Streaming stores (st.global.cs: nothing reads y back soon), one 16-byte (8-byte) store each.
+GIZML_HD void store(float* p, const float4& v) { exact::streamFloat4(p, v); }
 #if defined(GIZML_CUDA_SIM)
 // The simulator's threads are C++ code: copies, no type punning; an unaligned piece traps as a GPU's
 // store would fault.
-inline void store(float* p, const float4& v) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
-  std::memcpy(p, &v, sizeof v);
-}
 inline void store(std::uint16_t* p, const uint2& v) {
   if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) __trap();
   std::memcpy(p, &v, sizeof v);
 }
 #else
-// Streaming stores (st.global.cs: nothing reads y back soon), one 16-byte (8-byte) store each.
-__device__ __forceinline__ void store(float* p, const float4& v) { __stcs(reinterpret_cast<float4*>(p), v); }
 __device__ __forceinline__ void store(std::uint16_t* p, const uint2& v) { __stcs(reinterpret_cast<uint2*>(p), v); }
 #endif
 
