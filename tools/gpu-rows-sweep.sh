@@ -25,10 +25,15 @@
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
 # gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
 # shares of the copy in the same run; then a table of each benchmark's share in each run and its
-# best run. Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
+# best run. Then the winners' run: each op's best run (its benchmarks' mean share; the earlier run
+# where two tie) as a plan of its own, all at once (GIZML_CUDA_ROW_PLAN, src/core/row_plan.hpp, no
+# switch set), every row benchmark again: what those plans give as the defaults, measured before
+# they are made so (kMeasuredRowPlans, src/core/row_plan.cpp; the line to paste is printed).
+# Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
 # Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run and ROWS_SWEEP_TOTAL (420 s)
-# all of them, so that the table is written within one device call after gpu-check.sh (some 125 s
-# on an H200): the runs past it are left out, and said to be.
+# all of them, the winners' run's ROWS_SWEEP_WINNERS_LIMIT (60 s; 0: none) kept for it, so that
+# the tables are written within one device call after gpu-check.sh (some 125 s on an H200): the
+# runs past it are left out, and said to be.
 #   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,11 +48,13 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-total="${ROWS_SWEEP_TOTAL:-420}" start=$SECONDS ran=""
+winners_limit="${ROWS_SWEEP_WINNERS_LIMIT:-60}"
+total=$((${ROWS_SWEEP_TOTAL:-420} - winners_limit)) start=$SECONDS ran=""
 for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
   if [ "$left" -lt 10 ]; then
-    echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s) spent: the runs from $run on left out" | tee -a "$LOG"
+    echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s and the winners' $winners_limit) spent: the runs from $run on left out" |
+      tee -a "$LOG"
     status=1
     break
   fi
@@ -94,4 +101,67 @@ awk -v runs="$runs" '/^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
             print line "   " best
           }}' "$LOG" | tee -a "$LOG.table"
 cat "$LOG.table" >> "$LOG" && rm -f "$LOG.table"
+
+# Each op's best run: the ops named as their plans name them (core/row_plan.cpp's plannedRowOps), a
+# benchmark's op its name's (BM_GroupNormPass and the copies none); a run counts for an op only
+# where it measured all of the op's benchmarks.
+plan=$(awk -v runs="$runs" '
+     function opOf(name) {
+       sub(/\/.*/, "", name)
+       if (name == "BM_ModulatedNorm") return "modulatedNorm"
+       if (name == "BM_GatedNormAdd") return "gatedNormAddInto"
+       if (name == "BM_RowNormRope") return "rowNormRopeInto"
+       if (name == "BM_LayerNorm") return "layerNorm"
+       if (name == "BM_LayerNormGrad") return "layerNormGrad"
+       if (name == "BM_RmsNorm") return "rmsNorm"
+       if (name == "BM_Int8Rows" || name == "BM_Int8RowsBF16") return "int8Rows"
+       if (name == "BM_ModulatedInt8Rows") return "modulatedInt8RowsInto"
+       if (name == "BM_HadamardRows") return "hadamardRows"
+       if (name == "BM_CrossEntropyRows") return "crossEntropy"
+       if (name == "BM_PixelNorm") return "pixelNormInto"
+       if (name == "BM_GroupNorm") return "groupNorm"
+       return ""
+     }
+     /^== GIZML_CUDA_ROW_BLOCKS=/ {run++; s = 0; next}
+     /^== / {s = 0; next}
+     /share of the copy/ {s = 1; next}
+     s && /%  of / {name = $1; sub(/\/real_time.*/, "", name); op = opOf(name); if (op == "") next
+                    v[name, run] = $2; if (!(name in seen)) {seen[name] = 1; names[op] = names[op] " " name}
+                    if (!(op in known)) {known[op] = 1; ops[++count] = op}}
+     END {split(runs, label, " "); out = ""
+          for (i = 1; i <= count; i++) {
+            op = ops[i]; n = split(names[op], list, " "); best = ""; top = -1
+            for (r = 1; r <= run; r++) {
+              sum = 0; whole = 1
+              for (k = 1; k <= n; k++) if ((list[k], r) in v) sum += v[list[k], r]; else whole = 0
+              if (whole && sum / n > top) {top = sum / n; best = label[r]}
+            }
+            if (best != "") out = out (out == "" ? "" : ",") op "=" best
+          }
+          print out}' "$LOG")
+if [ "$winners_limit" -le 0 ] || [ -z "$plan" ]; then
+  echo "gpu-rows-sweep: no winners' run (ROWS_SWEEP_WINNERS_LIMIT=$winners_limit, plan '$plan')" | tee -a "$LOG"
+  exit $status
+fi
+head="== winners: GIZML_CUDA_ROW_PLAN=$plan"
+echo "$head" | tee -a "$LOG"
+if ! env -u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS \
+  -u GIZML_CUDA_L2_PREFETCH GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_PLAN="$plan" timeout "$winners_limit" "$BENCH" \
+  --benchmark_filter="$FILTER" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
+  echo "gpu-rows-sweep: the winners' run failed or timed out (see $LOG)" | tee -a "$LOG"
+  status=1
+fi
+# Each benchmark's share with the winners' plans beside its best in the sweep's runs.
+echo "== shares of the copy with the winners' plans (and the best of the runs before)" | tee -a "$LOG"
+awk -v n="$head" '$0 == n {w = 1; s = 0; next}
+     /^== / {s = 0; w = 0; next}
+     /share of the copy/ {s = 1; next}
+     s && /%  of / {name = $1; sub(/\/real_time.*/, "", name)
+                    if (w) won[name] = $2; else if (!(name in top) || $2 + 0 > top[name] + 0) top[name] = $2
+                    if (!(name in seen)) {seen[name] = 1; order[++count] = name}}
+     END {for (i = 1; i <= count; i++)
+            printf "  %-44s %7s  (best %s)\n", order[i], (order[i] in won) ? won[order[i]] : "-", top[order[i]]}' "$LOG" |
+  tee -a "$LOG.table"
+cat "$LOG.table" >> "$LOG" && rm -f "$LOG.table"
+echo "gpu-rows-sweep: to make them the defaults: kMeasuredRowPlans = \"$plan\" (src/core/row_plan.cpp)" | tee -a "$LOG"
 exit $status

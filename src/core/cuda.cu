@@ -98,19 +98,7 @@ void cudaRelease(int device, void* p) noexcept {
 
 // ---- the row launches' grid ------------------------------------------------------------------
 
-long wholeNumberFromEnvironment(const char* name, long most) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > most)
-    throw Error(std::string("gizml: ") + name + ": expected a whole number from 0 to " + std::to_string(most) +
-                ", got '" + v + "'");
-  return n;
-}
-
-unsigned rowBlocksCap(int device, int rowsPerBlock) {
-  static const long rowsPerSm = wholeNumberFromEnvironment("GIZML_CUDA_ROWS_PER_SM", 1L << 20);
+unsigned rowBlocksCap(int device, long rowsPerSm, int rowsPerBlock) {
   if (rowsPerSm == 0) return kMostBlocks;
   const unsigned sms = multiprocessors(device);
   if (sms == 0) return kMostBlocks;
@@ -211,31 +199,6 @@ void allowSharedOnce(int device, const char* function, const void* kernel, std::
   useDevice(device, function);
   cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), function);
   allowed = bytes;
-}
-
-namespace {
-/// A switch of the environment: 0 or 1, `unset` where it is unset or empty.
-bool switchOf(const char* name, bool unset) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return unset;
-  if (std::string(v) == "0" || std::string(v) == "1") return std::string(v) == "1";
-  throw Error(std::string("gizml: ") + name + ": expected 0 or 1, got '" + v + "'");
-}
-}  // namespace
-
-bool rowBlocksWanted() {
-  static const bool wanted = switchOf("GIZML_CUDA_ROW_BLOCKS", false);
-  return wanted;
-}
-
-bool byRowsWanted() {
-  static const bool wanted = switchOf("GIZML_CUDA_BY_ROWS", true);
-  return wanted;
-}
-
-bool rowPrefetchWanted() {
-  static const bool wanted = switchOf("GIZML_CUDA_L2_PREFETCH", false);
-  return wanted;
 }
 
 // ---- the device error flag ----------------------------------------------------------------------------

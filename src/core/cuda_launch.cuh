@@ -53,10 +53,6 @@ inline cudaStream_t streamOf(const Gpu& g) { return static_cast<cudaStream_t>(g.
 
 inline void useDevice(int device, const char* function) { cudaCheck(cudaSetDevice(device), function); }
 
-/// The environment variable `name` as a whole number from 0 to `most` (0 where it is unset or
-/// empty); anything else is a gizml::Error naming it. For the GPU tuning switches. (cuda.cu)
-long wholeNumberFromEnvironment(const char* name, long most);
-
 /// After each launch: a launch that did not start (bad configuration, no kernel image for this
 /// GPU) throws naming `function`; with GIZML_CUDA_SYNC=1 the stream is synchronised, a kernel's
 /// failure and the device error flag are checked too. (cuda.cu)

@@ -8,8 +8,9 @@
 // same order as a half-warp's row: the same bits); then every thread takes its share of the
 // values (elementwise, so any share gives the same bits). Nothing is read twice from memory.
 //
-// Not measured on a GPU yet: it runs only where GIZML_CUDA_ROW_BLOCKS=1 (rowBlocksWanted), so
-// that a GPU session can compare it with the half-warp rows in one build (tools/gpu-rows-sweep.sh).
+// Not measured on a GPU yet: it runs only where an op's plan asks (RowPlan::blocks,
+// core/row_plan.hpp; GIZML_CUDA_ROW_BLOCKS=1 for every op), so that a GPU session can compare it
+// with the half-warp rows in one build (tools/gpu-rows-sweep.sh).
 #pragma once
 
 #include <cstddef>
@@ -24,16 +25,6 @@
 
 namespace gizml::detail {
 
-/// Whether the row ops that can take a block a row do (GIZML_CUDA_ROW_BLOCKS=1; unset or 0: a
-/// half-warp a row, as before); pixelNorm a block a tile of pixels, groupNorm's first pass a deeper
-/// ring and its second pass a block a chunk too (norms/cuda.cu). Read once a process (cuda.cu).
-bool rowBlocksWanted();
-
-/// Whether the 8-bit rows' half-warp rows take their blocks by rows (GIZML_CUDA_BY_ROWS unset or 1:
-/// quant/cuda.cu) or as the row functions do, by shuffles (0), so that a GPU session can compare
-/// the two in one build (tools/gpu-rows-sweep.sh, its run "s"). Read once a process (cuda.cu).
-bool byRowsWanted();
-
 /// A staged row's most bytes (its block holds two: 96 KiB, allowShared).
 constexpr std::int64_t kMostStagedBytes = 48 * 1024;
 
@@ -47,9 +38,9 @@ bool stageable(const T* first, std::int64_t n, std::int64_t stride) {
 }
 
 /// The grid of a launch of a block an item (a row, a tile): a block for each item, at most
-/// rowBlocksCap's.
-inline Grid rowBlocksGrid(const Gpu& g, std::int64_t items, unsigned threads) {
-  const std::int64_t cap = rowBlocksCap(g.device.index, 1);
+/// rowBlocksCap's (the plan's rowsPerSm counting blocks).
+inline Grid rowBlocksGrid(const Gpu& g, std::int64_t items, unsigned threads, const RowPlan& plan) {
+  const std::int64_t cap = rowBlocksCap(g.device.index, plan.rowsPerSm, 1);
   return Grid{static_cast<unsigned>(items < cap ? items : cap), threads};
 }
 
@@ -68,21 +59,22 @@ void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, in
 /// rowBlocksGrid for a kernel whose blocks stride over their items and copy the next one while
 /// working on this one (forStaged): at most as many blocks as `device` holds at once (its
 /// multiprocessors times the kernel's occupancy at `threads` and `sharedBytes`; allowShared
-/// first), so that every block has items to pipeline. Where GIZML_CUDA_ROWS_PER_SM holds fewer
+/// first), so that every block has items to pipeline. Where the plan holds fewer
 /// blocks a multiprocessor than fit, the kernel asks for only their shared memory
 /// (preferSharedFor): without it the driver gives the shared memory that the most blocks would
 /// take (at [., 3072] F32 rows, 9 blocks: 216 KiB, the L1 left some 28 KiB), and w, shift and
 /// scale (36 KiB a modulatedNorm row) come from the L2 for every row. Not yet measured on a GPU:
 /// tools/gpu-rows-sweep.sh's run b4 asks the question.
 template <class Kernel>
-Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned threads, std::size_t sharedBytes) {
-  Grid grid = rowBlocksGrid(g, items, threads);
+Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned threads, std::size_t sharedBytes,
+                  const RowPlan& plan) {
+  Grid grid = rowBlocksGrid(g, items, threads, plan);
   const void* k = reinterpret_cast<const void*>(kernel);
   const int perSm = residentPerMultiprocessor(g.device.index, k, threads, sharedBytes);
   const unsigned sms = multiprocessors(g.device.index);
   const std::int64_t resident = static_cast<std::int64_t>(sms) * perSm;
   if (resident > 0 && resident < grid.blocks) grid.blocks = static_cast<unsigned>(resident);
-  const unsigned cap = rowBlocksCap(g.device.index, 1);
+  const unsigned cap = rowBlocksCap(g.device.index, plan.rowsPerSm, 1);
   if (cap != kMostBlocks && sms > 0 && static_cast<int>(cap / sms) < perSm)
     preferSharedFor(g.device.index, k, sharedBytes, static_cast<int>(cap / sms));
   return grid;
@@ -246,27 +238,30 @@ void allowShared(const Gpu& g, const char* function, Kernel* kernel, std::size_t
 /// F32 tensor's, a multiprocessor's shared memory holds 9 such blocks).
 constexpr unsigned kStagedRowThreads = 128;
 
-/// Kernel's rows with a block a row where rowBlocksWanted() and its rows are stageable (rows
-/// `stride` values apart); else a half-warp a row (launchRows). The same bits either way.
+/// Kernel's rows with a block a row where its plan asks (RowPlan::blocks) and its rows are
+/// stageable (rows `stride` values apart); else a half-warp a row (launchRows). The same bits
+/// either way.
 template <class Kernel>
 void launchRowsStaged(const Gpu& g, const typename Kernel::Args& a, std::int64_t stride) {
   if (a.rows == 0) return;
-  if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, stride)) return launchRows<Kernel>(g, a);
+  const RowPlan& plan = rowPlan(Kernel::kName);
+  if (!plan.blocks || !stageable(Kernel::stagedRow(a, 0), a.n, stride)) return launchRows<Kernel>(g, a);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
   allowShared(g, Kernel::kName, stagedRowsKernel<Kernel>, bytes);
   launch(g, Kernel::kName, stagedRowsKernel<Kernel>,
-         residentGrid(g, stagedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes), a, bytes);
+         residentGrid(g, stagedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes, plan), a, bytes);
 }
 
 /// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows).
 template <class Kernel>
 void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
-  if (!rowBlocksWanted() || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
+  const RowPlan& plan = rowPlan(Kernel::kName);
+  if (!plan.blocks || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
   allowShared(g, Kernel::kName, stagedMappedRowsKernel<Kernel>, bytes);
   launchChecked(g, Kernel::kName, {mapName}, stagedMappedRowsKernel<Kernel>,
-                residentGrid(g, stagedMappedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes), a, bytes);
+                residentGrid(g, stagedMappedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes, plan), a, bytes);
 }
 
 }  // namespace gizml::detail

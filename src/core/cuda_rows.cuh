@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/cuda_launch.cuh"
+#include "core/row_plan.hpp"
 #include "exact/mma_ptx.cuh"
 #include "exact/row16.hpp"
 
@@ -11,34 +12,33 @@ namespace gizml::detail {
 constexpr int kRowsPerBlock = 8;
 
 /// The most blocks a row launch on `device` starts, the rest of its rows taken by striding:
-/// kMostBlocks, or fewer where the environment asks. GIZML_CUDA_ROWS_PER_SM=N (N > 0) holds at most N
-/// rows a multiprocessor at once (N / rowsPerBlock blocks of each, at least one; unset or 0: no
-/// such limit). It is there to measure one question on a GPU: all of a large tensor's rows at once
-/// read 2x their bytes from memory (an H200, modulatedNorm on [8192, 3072] F32: 201 MB for 100 MB),
-/// as a row's second read finds it gone from L2; fewer rows at once would keep it there, but
-/// leave fewer reads in flight. Read once a process (cuda.cu).
-unsigned rowBlocksCap(int device, int rowsPerBlock = kRowsPerBlock);
+/// kMostBlocks, or where a plan holds at most rowsPerSm rows a multiprocessor at once (RowPlan,
+/// core/row_plan.hpp; 0: no such limit) rowsPerSm / rowsPerBlock blocks of each, at least one. It
+/// is there to measure one question on a GPU: all of a large tensor's rows at once read 2x their
+/// bytes from memory (an H200, modulatedNorm on [8192, 3072] F32: 201 MB for 100 MB), as a row's
+/// second read finds it gone from L2; fewer rows at once would keep it there, but leave fewer reads
+/// in flight (cuda.cu).
+unsigned rowBlocksCap(int device, long rowsPerSm, int rowsPerBlock = kRowsPerBlock);
 /// `device`'s multiprocessors (0 where it cannot say). Read once a device (cuda.cu).
 unsigned multiprocessors(int device);
 
-/// Whether a half-warp asks the L2 for its row's input as it starts the row (GIZML_CUDA_L2_PREFETCH=1;
-/// unset or 0: not), the row functions that read a row twice (Kernel::stagedRow) and the 8-bit rows
-/// by rows. A half-warp keeps 4 loads of its own in flight, and all 8192 rows of [8192, 3072] at
-/// once (a row a half-warp, the default) have some 2 MB in flight where an H200's memory wants 4 to
-/// 5; fewer rows at once (GIZML_CUDA_ROWS_PER_SM) would keep each row in the L2 for its second
-/// read, but with fewer loads in flight still. A prefetch of the whole row moves it all into the L2
-/// at once, holding no register: with 16 or 32 rows a multiprocessor (25 or 50 MB of rows, the
-/// L2's 50 MB) both reads could come from the L2. Not measured on a GPU yet: the sweep's runs pN
-/// ask (tools/gpu-rows-sweep.sh). Read once a process (cuda.cu).
-bool rowPrefetchWanted();
+/// Why a plan may prefetch a row (RowPlan::prefetch): a half-warp keeps 4 loads of its own in
+/// flight, and all 8192 rows of [8192, 3072] at once (a row a half-warp, the default) have some 2 MB
+/// in flight where an H200's memory wants 4 to 5; fewer rows at once (RowPlan::rowsPerSm) would
+/// keep each row in the L2 for its second read, but with fewer loads in flight still. A prefetch of
+/// the whole row moves it all into the L2 at once, holding no register: with 16 or 32 rows a
+/// multiprocessor (25 or 50 MB of rows, the L2's 50 MB) both reads could come from the L2. Not
+/// measured on a GPU yet: the sweep's runs pN ask (tools/gpu-rows-sweep.sh). The row functions that
+/// read a row twice (Kernel::stagedRow) and the 8-bit rows by rows prefetch.
 
 /// The most bytes of a row prefetched: a longer row's is left alone (48 KiB, the most a block a row
 /// stages; [8192, 3072] F32 rows are 12 KiB).
 constexpr std::int64_t kMostPrefetchedRow = 48 * 1024;
 
 /// A half-warp a row, kRowsPerBlock rows a block, at most rowBlocksCap blocks (the kernels stride).
-inline Grid rowsGrid(const Gpu& g, std::int64_t rows) {
-  const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock, cap = rowBlocksCap(g.device.index);
+inline Grid rowsGrid(const Gpu& g, std::int64_t rows, const RowPlan& plan) {
+  const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const std::int64_t cap = rowBlocksCap(g.device.index, plan.rowsPerSm);
   return Grid{static_cast<unsigned>(blocks < cap ? blocks : cap), 16 * kRowsPerBlock};
 }
 
@@ -52,7 +52,7 @@ __device__ void forHalfWarpRows(std::int64_t rows, Work work) {
     work(r);
 }
 
-/// Asks the L2 for the `bytes` at `first` (a row's input; rowPrefetchWanted): one instruction, the
+/// Asks the L2 for the `bytes` at `first` (a row's input; RowPlan::prefetch): one instruction, the
 /// half-warp's first lane's, for the whole 16-byte chunks inside them (the instruction's unit); nothing
 /// for a row over kMostPrefetchedRow. A hint: no value changes. (The instruction takes uniform
 /// registers, one value a warp: nvcc loops over the lanes whose values differ, so one lane a
@@ -71,7 +71,7 @@ __device__ void prefetchRow(const exact::WarpRow& row, const T* first, std::int6
 }
 
 /// Whether Kernel names the input its rows read twice (stagedRow: F32 or BF16, a.n values), which
-/// the half-warp rows prefetch where asked (rowPrefetchWanted).
+/// the half-warp rows prefetch where their plan asks (RowPlan::prefetch).
 template <class Kernel>
 concept NamesStagedRow = requires(const typename Kernel::Args& a) { Kernel::stagedRow(a, std::int64_t{}); };
 
@@ -84,13 +84,15 @@ __global__ void rowsKernel(const typename Kernel::Args a) {
   });
 }
 
-/// Kernel::row(WarpRow, args, r) for every row of args (Kernel::Args holds `rows` and `n`).
+/// Kernel::row(WarpRow, args, r) for every row of args (Kernel::Args holds `rows` and `n`), as
+/// Kernel's plan says (rowPlan(Kernel::kName)).
 template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
+  const RowPlan& plan = rowPlan(Kernel::kName);
   if constexpr (NamesStagedRow<Kernel>)
-    if (rowPrefetchWanted()) return launch(g, Kernel::kName, rowsKernel<Kernel, true>, rowsGrid(g, a.rows), a);
-  launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(g, a.rows), a);
+    if (plan.prefetch) return launch(g, Kernel::kName, rowsKernel<Kernel, true>, rowsGrid(g, a.rows, plan), a);
+  launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(g, a.rows, plan), a);
 }
 
 /// rowsKernel for row functions that read a row map: row r runs only when Kernel::mapped(a, r)
@@ -111,10 +113,11 @@ __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag 
 template <class Kernel>
 void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
+  const RowPlan& plan = rowPlan(Kernel::kName);
   if constexpr (NamesStagedRow<Kernel>)
-    if (rowPrefetchWanted())
-      return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true>, rowsGrid(g, a.rows), a);
-  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(g, a.rows), a);
+    if (plan.prefetch)
+      return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true>, rowsGrid(g, a.rows, plan), a);
+  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(g, a.rows, plan), a);
 }
 
 }  // namespace gizml::detail

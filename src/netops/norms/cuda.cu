@@ -29,7 +29,7 @@ constexpr int kStageValues = 1024;  // 4 KiB
 constexpr int kSlicesPerBlock = 2;  // a warp
 
 /// The ring's depth and a lane's loads ahead: as measured on an H200 (6 stages, 48 KiB a block,
-/// 4 loads ahead), or where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured) 12 stages (96 KiB a
+/// 4 loads ahead), or where groupNorm's plan asks for blocks (RowPlan::blocks, not yet measured) 12 stages (96 KiB a
 /// block: 44 KiB of each slice in flight) and 16 loads ahead.
 struct Shallow {
   static constexpr int kStages = 6, kAhead = 4;
@@ -144,7 +144,7 @@ void launch(const Gpu& g, const GroupNormSlices::Args& a) {
 }
 }  // namespace slices
 
-/// pixelNorm where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured on a GPU, as the block a row of
+/// pixelNorm where its plan asks for blocks (RowPlan::blocks; not yet measured on a GPU, as the block a row of
 /// core/cuda_row_blocks.cuh): a thread a pixel reads its column twice (the chain, then the
 /// values), and with every pixel resident at once the second read mostly misses the L2. Here a
 /// block takes a tile of kTile pixels of a frame with all their channels, copied to shared memory
@@ -213,7 +213,8 @@ void launch(const Gpu& g, const PixelNorm::Args& a) {
   const std::size_t bytes = 2 * static_cast<std::size_t>(tileBytes(a));
   detail::allowShared(g, PixelNorm::kName, k, bytes);
   detail::launch(g, PixelNorm::kName, k,
-                 detail::residentGrid(g, k, a.frames * (a.pixels / kTile), kThreads, bytes), a, bytes);
+                 detail::residentGrid(g, k, a.frames * (a.pixels / kTile), kThreads, bytes, detail::rowPlan(PixelNorm::kName)),
+                 a, bytes);
 }
 }  // namespace pixelTiles
 
@@ -226,8 +227,8 @@ __global__ void pixelNormKernel(const PixelNorm::Args a) {
 
 }  // namespace
 
-// A half-warp a row, or with GIZML_CUDA_ROW_BLOCKS=1 a block a row, its x (y) staged in shared
-// memory (core/cuda_row_blocks.cuh).
+// A half-warp a row, or where the op's plan asks (RowPlan::blocks) a block a row, its x (y) staged
+// in shared memory (core/cuda_row_blocks.cuh).
 void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<ModulatedNorm>(g, a, "map"); }
 
 void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<GatedNormAdd>(g, a, "map"); }
@@ -263,7 +264,7 @@ void GroupNormSlices::cuda(const Gpu& g, const Args& a) {
   if (a.rows == 0) return;
   if (!slices::streamable(a)) return detail::launchRows<GroupNormSlices>(g, a);
   // The deeper ring only where a slice outlasts the shallow one (it costs a block 96 KiB).
-  if (detail::rowBlocksWanted() && a.n > slices::Shallow::kStages * slices::kStageValues)
+  if (detail::rowPlan(kName).blocks && a.n > slices::Shallow::kStages * slices::kStageValues)
     return slices::launch<slices::Deep>(g, a);
   slices::launch<slices::Shallow>(g, a);
 }
@@ -303,7 +304,7 @@ __device__ __forceinline__ void storeValues(const GroupNorm::Args& a, std::int64
 }
 }  // namespace pieces
 
-/// groupNorm's second pass where GIZML_CUDA_ROW_BLOCKS=1 (not yet measured on a GPU, as the block a
+/// groupNorm's second pass where its plan asks for blocks (not yet measured on a GPU, as the block a
 /// row of core/cuda_row_blocks.cuh): a block a chunk of kChunk values of a channel, each thread
 /// kSteps 16-byte pieces of it (4 values a load: 64 bytes in flight a thread, against 16 for a
 /// half-warp lane's 4 steps), loaded before its group's statistics are found (by thread 0, the
@@ -345,7 +346,8 @@ __global__ void kernel(const Args q) {
 }
 }  // namespace quads
 
-/// groupNorm in one launch, where GIZML_CUDA_GROUP_NORM_AHEAD=L >= 1 (not yet measured on a GPU).
+/// groupNorm in one launch, where its plan has it L >= 1 groups ahead (RowPlan::ahead; not yet
+/// measured on a GPU).
 /// In two launches the second pass reads x after the first has read all of it: a VAE's x of 100 MB
 /// is twice an H200's L2, so x comes from memory twice and the op moves 3 bytes for its 2 (its
 /// input and output), at best 67 % of a copy. Here the first pass runs at most L groups ahead of the
@@ -466,11 +468,8 @@ __global__ void __launch_bounds__(kThreads) kernel(const Args t) {
   else chunkWarp(t);
 }
 
-/// L, from GIZML_CUDA_GROUP_NORM_AHEAD (0: two launches), read once a process.
-std::int64_t lead() {
-  static const std::int64_t l = detail::wholeNumberFromEnvironment("GIZML_CUDA_GROUP_NORM_AHEAD", 1024);
-  return l;
-}
+/// L (0: two launches): groupNorm's plan.
+std::int64_t lead() { return detail::rowPlan(GroupNorm::kName).ahead; }
 
 /// Whether the one launch takes these passes: L >= 1, and the slices and the chunks of whole
 /// 16-byte pieces (else the two launches, whose kernels take any shape).
@@ -490,20 +489,20 @@ void launch(const Gpu& g, const GroupNormPasses::Args& p) {
   // Enough blocks for every slice pair or for the chunks a chunk warp each, at most those resident.
   const std::int64_t chunkBlocks = (t.groupChunks() * groups + kChunkWarps - 1) / kChunkWarps;
   const std::int64_t blocks = kPairs * groups > chunkBlocks ? kPairs * groups : chunkBlocks;
-  detail::launch(g, GroupNorm::kName, kernel<Depth>, detail::residentGrid(g, kernel<Depth>, blocks, kThreads, bytes), t,
-                 bytes);
+  detail::launch(g, GroupNorm::kName, kernel<Depth>,
+                 detail::residentGrid(g, kernel<Depth>, blocks, kThreads, bytes, detail::rowPlan(GroupNorm::kName)), t, bytes);
 }
 }  // namespace ahead
 }  // namespace
 
-// Two launches (GroupNormSlices', GroupNorm's), or where GIZML_CUDA_GROUP_NORM_AHEAD=L one (its
-// slices' ring the deeper one where GIZML_CUDA_ROW_BLOCKS=1 too).
+// Two launches (GroupNormSlices', GroupNorm's), or where groupNorm's plan has it L groups ahead
+// one (its slices' ring the deeper one where the plan asks for blocks too).
 void GroupNormPasses::cuda(const Gpu& g, const Args& a) {
   if (a.slices.rows == 0) return;
   if (ahead::wanted(a)) {
     // The deeper ring as the first pass's launch takes it: with the switch, for slices that outlast
     // the shallow one.
-    if (detail::rowBlocksWanted() && a.slices.n > slices::Shallow::kStages * slices::kStageValues)
+    if (detail::rowPlan(GroupNorm::kName).blocks && a.slices.n > slices::Shallow::kStages * slices::kStageValues)
       return ahead::launch<slices::Deep>(g, a);
     return ahead::launch<slices::ShallowWide>(g, a);
   }
@@ -512,10 +511,11 @@ void GroupNormPasses::cuda(const Gpu& g, const Args& a) {
 }
 
 void GroupNorm::cuda(const Gpu& g, const Args& a) {
-  if (detail::rowBlocksWanted() && pieces::fit(a)) {
+  const detail::RowPlan& plan = detail::rowPlan(kName);
+  if (plan.blocks && pieces::fit(a)) {
     const std::int64_t chunks = (a.n + quads::kChunk - 1) / quads::kChunk;
     if (a.rows * chunks == 0) return;
-    return detail::launch(g, kName, quads::kernel, detail::rowBlocksGrid(g, a.rows * chunks, quads::kThreads),
+    return detail::launch(g, kName, quads::kernel, detail::rowBlocksGrid(g, a.rows * chunks, quads::kThreads, plan),
                           quads::Args{a, chunks});
   }
   const std::int64_t n = a.n < GroupNormChunks::kChunk ? a.n : GroupNormChunks::kChunk;
@@ -525,7 +525,7 @@ void GroupNorm::cuda(const Gpu& g, const Args& a) {
 
 void PixelNorm::cuda(const Gpu& g, const Args& a) {
   if (a.frames * a.pixels == 0) return;
-  if (detail::rowBlocksWanted() && pixelTiles::fits(a)) return pixelTiles::launch(g, a);
+  if (detail::rowPlan(kName).blocks && pixelTiles::fits(a)) return pixelTiles::launch(g, a);
   detail::launch(g, kName, pixelNormKernel, detail::Grid::forItems(a.frames * a.pixels), a);
 }
 

@@ -1,6 +1,7 @@
 // The 8-bit rows on a CUDA GPU: each row a half-warp running the row function of quant.hpp (the
 // same source as the host's, so the same stages, the same order and the same bits), its blocks
-// taken by rows where the tensors allow (below), or, with GIZML_CUDA_ROW_BLOCKS=1, a block a row.
+// taken by rows where the tensors allow (below), or, where the op's plan asks (RowPlan::blocks), a
+// block a row.
 #include "core/cuda_row_blocks.cuh"
 #include "core/cuda_rows.cuh"
 #include "netops/quant/quant.hpp"
@@ -171,7 +172,7 @@ bool onChunks(const ModulatedInt8Rows::Args& a) {
 }
 
 /// With kPrefetch the half-warp asks the L2 for its row's x as it starts it (detail::prefetchRow,
-/// GIZML_CUDA_L2_PREFETCH=1), which both walks read.
+/// RowPlan::prefetch), which both walks read.
 template <bool kPrefetch>
 __global__ void int8RowsByRowsKernel(const Int8Rows::Args a) {
   __shared__ __align__(16) float scratch[detail::kRowsPerBlock * exact::kRowsScratch];
@@ -207,24 +208,26 @@ __global__ void modulatedInt8RowsByRowsKernel(const ModulatedInt8Rows::Args a, c
 
 void HadamardRows::cuda(const Gpu& g, const Args& a) { detail::launchRows<HadamardRows>(g, a); }
 
-// Three forms of each op, the same bits: a block a row (GIZML_CUDA_ROW_BLOCKS=1, rows of at most 64
+// Three forms of each op, the same bits, as its plan says (core/row_plan.hpp): a block a row
+// (RowPlan::blocks, rows of at most 64
 // 256-blocks), a half-warp a row by rows (the default), and the row functions as they are, a
-// half-warp a row by shuffles (GIZML_CUDA_BY_ROWS=0, and wherever a tensor is off 16 bytes).
+// half-warp a row by shuffles (RowPlan::byRows false, and wherever a tensor is off 16 bytes).
 
 void Int8Rows::cuda(const Gpu& g, const Args& a) {
   if (a.rows == 0) return;
   const int k = blocksPerHalf(a.n);
   if (!onChunks(a)) return detail::launchRows<Int8Rows>(g, a);
-  if (detail::rowBlocksWanted() && k > 0) {
-    const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k));
+  const detail::RowPlan& plan = detail::rowPlan(kName);
+  if (plan.blocks && k > 0) {
+    const detail::Grid grid = detail::rowBlocksGrid(g, a.rows, threadsFor(a.n, k), plan);
     const std::size_t shared = rowsScratchBytes(grid.threads);
     const auto kernel = k == 1 ? int8RowBlocksKernel<1> : int8RowBlocksKernel<2>;
     detail::allowShared(g, kName, kernel, shared);
     return detail::launch(g, kName, kernel, grid, a, shared);
   }
-  if (detail::byRowsWanted()) {
-    const auto kernel = detail::rowPrefetchWanted() ? int8RowsByRowsKernel<true> : int8RowsByRowsKernel<false>;
-    return detail::launch(g, kName, kernel, detail::rowsGrid(g, a.rows), a);
+  if (plan.byRows) {
+    const auto kernel = plan.prefetch ? int8RowsByRowsKernel<true> : int8RowsByRowsKernel<false>;
+    return detail::launch(g, kName, kernel, detail::rowsGrid(g, a.rows, plan), a);
   }
   detail::launchRows<Int8Rows>(g, a);
 }
@@ -233,17 +236,17 @@ void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
   if (a.rows == 0) return;
   const int k = blocksPerHalf(a.n);
   if (!onChunks(a)) return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
-  if (detail::rowBlocksWanted() && k > 0 && detail::stageable(a.norm.x, a.n, a.n)) {
+  const detail::RowPlan& plan = detail::rowPlan(kName);
+  if (plan.blocks && k > 0 && detail::stageable(a.norm.x, a.n, a.n)) {
     const std::size_t shared = detail::stagedSwizzledSharedBytes(a.n);
     const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
     detail::allowShared(g, kName, kernel, shared);
     return detail::launchChecked(g, kName, {"map"}, kernel,
-                                 detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared), a, shared);
+                                 detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared, plan), a, shared);
   }
-  if (detail::byRowsWanted()) {
-    const auto kernel =
-        detail::rowPrefetchWanted() ? modulatedInt8RowsByRowsKernel<true> : modulatedInt8RowsByRowsKernel<false>;
-    return detail::launchChecked(g, kName, {"map"}, kernel, detail::rowsGrid(g, a.rows), a);
+  if (plan.byRows) {
+    const auto kernel = plan.prefetch ? modulatedInt8RowsByRowsKernel<true> : modulatedInt8RowsByRowsKernel<false>;
+    return detail::launchChecked(g, kName, {"map"}, kernel, detail::rowsGrid(g, a.rows, plan), a);
   }
   detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
 }

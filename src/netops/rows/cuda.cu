@@ -1,7 +1,7 @@
 // The row ops on a CUDA GPU: each row a half-warp running the row function of rows.hpp (the same
-// source as the host's, so the same order and the same bits), through the one launch path; with
-// GIZML_CUDA_ROW_BLOCKS=1 layerNorm and rmsNorm a block a row, x's row staged in shared memory
-// (core/cuda_row_blocks.cuh: read once, not twice).
+// source as the host's, so the same order and the same bits), through the one launch path; where
+// their plans ask (RowPlan::blocks) layerNorm and rmsNorm a block a row, x's row staged in shared
+// memory (core/cuda_row_blocks.cuh: read once, not twice).
 #include <cuda_runtime.h>
 
 #include "core/cuda_launch.cuh"
