@@ -2,9 +2,11 @@
 # On a GPU machine, after tools/gpu-check.sh and tools/gpu-rows-sweep.sh: Nsight Compute's view of
 # the row kernels that are furthest from the copy's rate, so that a GPU session sees why (bytes
 # from memory, occupancy, what the warps wait on, shared-memory bank conflicts) and not only how
-# fast. For each run of PROFILE_RUNS (default "0 b0 g8": the half-warp rows, a block a row
-# (GIZML_CUDA_ROW_BLOCKS=1), groupNorm in one launch 8 groups ahead; the runs are named as
-# gpu-rows-sweep.sh's, pN too) and each benchmark of PROFILE_BENCHES, one gizml_bench process under `ncu`
+# fast. For each run of PROFILE_RUNS (default "w 0 b0 g8": the sweep's winners' plans, the defaults
+# to be (GIZML_CUDA_ROW_PLAN from its row-plan.txt beside this log, no switch set; left out where
+# there is none), the half-warp rows, a block a row (GIZML_CUDA_ROW_BLOCKS=1), groupNorm in one
+# launch 8 groups ahead; the runs are named as gpu-rows-sweep.sh's, pN too) and each benchmark of
+# PROFILE_BENCHES, one gizml_bench process under `ncu`
 # that profiles the op's first two launches (the bench's untimed one and the first timed one; for
 # groupNorm in two launches, its two passes), caches flushed before each as ncu does by default.
 # Only gizml's row and norm kernels are profiled (not the inputs' fills). The sections: the speed
@@ -57,15 +59,9 @@ echo "gpu-profile: $("$NCU" --version | tail -1); ${args[*]}" | tee "$LOG"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null | tee -a "$LOG"
 status=0
 total="${PROFILE_TOTAL:-240}" start=$SECONDS
-for run in ${PROFILE_RUNS:-0 b0 g8}; do
-  n="${run#b}" blocks=0 ahead=0 prefetch=0 benches="$BENCHES"
-  [ "$n" != "$run" ] && blocks=1
-  if [ "${run#p}" != "$run" ]; then
-    n="${run#p}" prefetch=1
-  fi
-  if [ "${n#g}" != "$n" ]; then
-    ahead="${n#g}" n=0 benches="BM_GroupNorm/0"
-  fi
+# One run's benchmarks ($benches) under ncu, with the environment `settings` (env's arguments),
+# said in the log as `said`; where the budget is spent, the script ends.
+profileRun() {
   for bench in $benches; do
     left=$((total - (SECONDS - start))) limit="${PROFILE_LIMIT:-60}"
     if [ "$left" -lt 10 ]; then
@@ -73,10 +69,8 @@ for run in ${PROFILE_RUNS:-0 b0 g8}; do
       exit 1
     fi
     [ "$left" -lt "$limit" ] && limit=$left
-    echo "== $run $bench (GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead" \
-      "GIZML_CUDA_L2_PREFETCH=$prefetch)" | tee -a "$LOG"
-    if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-      GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_L2_PREFETCH="$prefetch" timeout "$limit" "$NCU" --kernel-name-base demangled \
+    echo "== $run $bench ($said)" | tee -a "$LOG"
+    if ! env "${settings[@]}" GIZML_BENCH_DEVICE=cuda timeout "$limit" "$NCU" --kernel-name-base demangled \
       --kernel-name "$KERNELS" --launch-count 2 "${args[@]}" "$BENCH" \
       --benchmark_filter="^$bench/real_time\$" --benchmark_min_time=0.01 --benchmark_color=false >> "$LOG" 2>&1; then
       echo "gpu-profile: $run $bench failed or timed out (see $LOG)" | tee -a "$LOG"
@@ -87,5 +81,33 @@ for run in ${PROFILE_RUNS:-0 b0 g8}; do
     awk -v h="== $run $bench " 'index($0, h) == 1 {on = 1; next} /^== / {on = 0}
       on && (/^  [^ ].*\)x\(/ || /Duration|DRAM Throughput|dram__bytes|L2 Hit Rate|Achieved Occupancy|Registers Per Thread|bank_conflicts/)' "$LOG"
   done
+}
+PLAN_FILE="${OUT:-$BUILD}/row-plan.txt"
+for run in ${PROFILE_RUNS:-w 0 b0 g8}; do
+  benches="$BENCHES"
+  if [ "$run" = w ]; then  # the winners' plans, as the sweep wrote them, and no switch
+    plan="$(cat "$PLAN_FILE" 2>/dev/null || true)"
+    if [ -z "$plan" ]; then
+      echo "gpu-profile: no winners' plan in $PLAN_FILE: the run w left out" | tee -a "$LOG"
+      continue
+    fi
+    settings=(-u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS
+      -u GIZML_CUDA_L2_PREFETCH GIZML_CUDA_ROW_PLAN="$plan")
+    said="GIZML_CUDA_ROW_PLAN=$plan"
+    profileRun
+    continue
+  fi
+  n="${run#b}" blocks=0 ahead=0 prefetch=0
+  [ "$n" != "$run" ] && blocks=1
+  if [ "${run#p}" != "$run" ]; then
+    n="${run#p}" prefetch=1
+  fi
+  if [ "${n#g}" != "$n" ]; then
+    ahead="${n#g}" n=0 benches="BM_GroupNorm/0"
+  fi
+  settings=(GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" GIZML_CUDA_GROUP_NORM_AHEAD="$ahead"
+    GIZML_CUDA_L2_PREFETCH="$prefetch")
+  said="${settings[*]}"
+  profileRun
 done
 exit $status

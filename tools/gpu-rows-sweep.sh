@@ -29,7 +29,8 @@
 # where two tie) as a plan of its own, all at once (GIZML_CUDA_ROW_PLAN, src/core/row_plan.hpp, no
 # switch set), every row benchmark again: what those plans give as the defaults, measured before
 # they are made so (kMeasuredRowPlans, src/core/row_plan.cpp; the line to paste is printed).
-# Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout.
+# Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout, and the
+# winners' plan alone in row-plan.txt beside it (for tools/gpu-profile.sh's run "w").
 # Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run and ROWS_SWEEP_TOTAL (420 s)
 # all of them, the winners' run's ROWS_SWEEP_WINNERS_LIMIT (60 s; 0: none) kept for it, so that
 # the tables are written within one device call after gpu-check.sh (some 125 s on an H200): the
@@ -41,6 +42,8 @@ BUILD="$(cd "${1:-$ROOT/build-gpu}" && pwd)" || { echo "gpu-rows-sweep: no build
 BENCH="$BUILD/bench/gizml_bench"
 [ -x "$BENCH" ] || { echo "gpu-rows-sweep: $BUILD has no bench/gizml_bench"; exit 2; }
 LOG="${OUT:-$BUILD}/rows-sweep.log"
+PLAN_FILE="${OUT:-$BUILD}/row-plan.txt"
+rm -f "$PLAN_FILE"
 export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The row ops, pixelNorm and groupNorm (whose second pass is a row kernel; its first is not).
 # pixelNorm's kernel does not read GIZML_CUDA_ROWS_PER_SM, and layerNormGrad, crossEntropyRows and
@@ -143,6 +146,7 @@ if [ "$winners_limit" -le 0 ] || [ -z "$plan" ]; then
   echo "gpu-rows-sweep: no winners' run (ROWS_SWEEP_WINNERS_LIMIT=$winners_limit, plan '$plan')" | tee -a "$LOG"
   exit $status
 fi
+echo "$plan" > "$PLAN_FILE"
 head="== winners: GIZML_CUDA_ROW_PLAN=$plan"
 echo "$head" | tee -a "$LOG"
 if ! env -u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS \
