@@ -28,11 +28,14 @@
 # best run. Then the winners' run: each op's best run (its benchmarks' mean share; the earlier run
 # where two tie) as a plan of its own, all at once (GIZML_CUDA_ROW_PLAN, src/core/row_plan.hpp, no
 # switch set), every row benchmark again: what those plans give as the defaults, measured before
-# they are made so (kMeasuredRowPlans, src/core/row_plan.cpp; the line to paste is printed).
+# they are made so (kMeasuredRowPlans, src/core/row_plan.cpp; the line to paste is printed), and
+# then whether they give the host's bits on this GPU: registry_test's cases of the row ops that
+# have other forms (GpuEqualsHost, as gpu-check.sh's ROW_BLOCK_TESTS) under those plans.
 # Output: $OUT/rows-sweep.log (or <build>/rows-sweep.log), the shares also on stdout, and the
 # winners' plan alone in row-plan.txt beside it (for tools/gpu-profile.sh's run "w").
 # Plain bash, as gpu-check.sh; ROWS_SWEEP_LIMIT (60 s) caps each run and ROWS_SWEEP_TOTAL (420 s)
-# all of them, the winners' run's ROWS_SWEEP_WINNERS_LIMIT (60 s; 0: none) kept for it, so that
+# all of them, the winners' ROWS_SWEEP_WINNERS_LIMIT (90 s: 60 for their run and 30 for their
+# check; 0: neither) kept for them, so that
 # the tables are written within one device call after gpu-check.sh (some 125 s on an H200): the
 # runs past it are left out, and said to be.
 #   usage: tools/gpu-rows-sweep.sh [build folder, default build-gpu]
@@ -51,7 +54,10 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
-winners_limit="${ROWS_SWEEP_WINNERS_LIMIT:-60}"
+winners_limit="${ROWS_SWEEP_WINNERS_LIMIT:-90}"
+# The registry's cases of the ops with other forms than their default (tests/CMakeLists.txt's
+# GIZML_ROW_BLOCK_OPS, which ctest's GpuCheckListsTheRowBlockOps compares with this copy).
+ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows*:*GpuEqualsHost/modulatedInt8Rows*:*GpuEqualsHost/rowNormRope*:*GpuEqualsHost/groupNorm*:*GpuEqualsHost/pixelNorm*:*GpuEqualsHost/layerNorm_*:*GpuEqualsHost/rmsNorm*'
 total=$((${ROWS_SWEEP_TOTAL:-420} - winners_limit)) start=$SECONDS ran=""
 for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
@@ -149,8 +155,10 @@ fi
 echo "$plan" > "$PLAN_FILE"
 head="== winners: GIZML_CUDA_ROW_PLAN=$plan"
 echo "$head" | tee -a "$LOG"
-if ! env -u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS \
-  -u GIZML_CUDA_L2_PREFETCH GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_PLAN="$plan" timeout "$winners_limit" "$BENCH" \
+winners=(-u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS
+  -u GIZML_CUDA_L2_PREFETCH GIZML_CUDA_ROW_PLAN="$plan")
+run_limit=$((winners_limit * 2 / 3)) check_limit=$((winners_limit - winners_limit * 2 / 3))
+if ! env "${winners[@]}" GIZML_BENCH_DEVICE=cuda timeout "$run_limit" "$BENCH" \
   --benchmark_filter="$FILTER" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
   echo "gpu-rows-sweep: the winners' run failed or timed out (see $LOG)" | tee -a "$LOG"
   status=1
@@ -167,5 +175,27 @@ awk -v n="$head" '$0 == n {w = 1; s = 0; next}
             printf "  %-44s %7s  (best %s)\n", order[i], (order[i] in won) ? won[order[i]] : "-", top[order[i]]}' "$LOG" |
   tee -a "$LOG.table"
 cat "$LOG.table" >> "$LOG" && rm -f "$LOG.table"
-echo "gpu-rows-sweep: to make them the defaults: kMeasuredRowPlans = \"$plan\" (src/core/row_plan.cpp)" | tee -a "$LOG"
+# Their bits: GPU = host under the same plans (a failure here keeps them from being the defaults).
+registry="$BUILD/tests/registry_test"
+if [ -x "$registry" ]; then
+  echo "== winners' plans, GPU = host: registry_test --gtest_filter=ROW_BLOCK_TESTS" | tee -a "$LOG"
+  env "${winners[@]}" GIZML_REQUIRE_GPU="${GIZML_REQUIRE_GPU:-1}" timeout "$check_limit" "$registry" \
+    --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no > "$LOG.check" 2>&1
+  checked=$?
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) ' "$LOG.check" | head -40 | tee -a "$LOG"
+  if [ $checked -ne 0 ]; then
+    echo "gpu-rows-sweep: the winners' plans did not pass GPU = host (exit $checked; 124: timed out)" | tee -a "$LOG"
+    tail -n 40 "$LOG.check" >> "$LOG"
+    status=1
+  fi
+  rm -f "$LOG.check"
+else
+  echo "gpu-rows-sweep: no tests/registry_test in $BUILD: the winners' plans not checked" | tee -a "$LOG"
+fi
+if [ "${checked:-1}" -eq 0 ]; then
+  echo "gpu-rows-sweep: to make them the defaults: kMeasuredRowPlans = \"$plan\" (src/core/row_plan.cpp)" | tee -a "$LOG"
+else
+  echo "gpu-rows-sweep: the winners' plans were not checked to give the host's bits here: not yet the defaults" |
+    tee -a "$LOG"
+fi
 exit $status
