@@ -22,15 +22,6 @@ unsigned rowBlocksCap(int device, long rowsPerSm, int rowsPerBlock = kRowsPerBlo
 /// `device`'s multiprocessors (0 where it cannot say). Read once a device (cuda.cu).
 unsigned multiprocessors(int device);
 
-/// Why a plan may prefetch a row (RowPlan::prefetch): a half-warp keeps 4 loads of its own in
-/// flight, and all 8192 rows of [8192, 3072] at once (a row a half-warp, the default) have some 2 MB
-/// in flight where an H200's memory wants 4 to 5; fewer rows at once (RowPlan::rowsPerSm) would
-/// keep each row in the L2 for its second read, but with fewer loads in flight still. A prefetch of
-/// the whole row moves it all into the L2 at once, holding no register: with 16 or 32 rows a
-/// multiprocessor (25 or 50 MB of rows, the L2's 50 MB) both reads could come from the L2. Not
-/// measured on a GPU yet: the sweep's runs pN ask (tools/gpu-rows-sweep.sh). The row functions that
-/// read a row twice (Kernel::stagedRow) and the 8-bit rows by rows prefetch.
-
 /// The most bytes of a row prefetched: a longer row's is left alone (48 KiB, the most a block a row
 /// stages; [8192, 3072] F32 rows are 12 KiB).
 constexpr std::int64_t kMostPrefetchedRow = 48 * 1024;
@@ -52,11 +43,20 @@ __device__ void forHalfWarpRows(std::int64_t rows, Work work) {
     work(r);
 }
 
-/// Asks the L2 for the `bytes` at `first` (a row's input; RowPlan::prefetch): one instruction, the
-/// half-warp's first lane's, for the whole 16-byte chunks inside them (the instruction's unit); nothing
-/// for a row over kMostPrefetchedRow. A hint: no value changes. (The instruction takes uniform
-/// registers, one value a warp: nvcc loops over the lanes whose values differ, so one lane a
-/// half-warp asks, two turns of that loop a warp, where a lane for each kilobyte took some 24.)
+/// Asks the L2 for the `bytes` at `first` (a row's input, where its op's plan prefetches:
+/// RowPlan::prefetch): one instruction, the half-warp's first lane's, for the whole 16-byte chunks
+/// inside them (the instruction's unit); nothing for a row over kMostPrefetchedRow. A hint: no
+/// value changes. (The instruction takes uniform registers, one value a warp: nvcc loops over the
+/// lanes whose values differ, so one lane a half-warp asks, two turns of that loop a warp, where a
+/// lane for each kilobyte took some 24.)
+/// Why: a half-warp keeps 4 loads of its own in flight, and all 8192 rows of [8192, 3072] at once
+/// (a row a half-warp, the default) have some 2 MB in flight where an H200's memory wants 4 to 5;
+/// fewer rows at once (RowPlan::rowsPerSm) would keep each row in the L2 for its second read, but
+/// with fewer loads in flight still. A prefetch of the whole row moves it all into the L2 at once,
+/// holding no register: with 16 or 32 rows a multiprocessor (25 or 50 MB of rows, the L2's 50 MB)
+/// both reads could come from the L2. Not measured on a GPU yet: the sweep's runs pN ask
+/// (tools/gpu-rows-sweep.sh). The row functions that read a row twice (Kernel::stagedRow) and the
+/// 8-bit rows by rows prefetch.
 __device__ inline void prefetchRow(const exact::WarpRow& row, const void* first, std::int64_t bytes) {
   if (!row.leader() || bytes > kMostPrefetchedRow) return;
   const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(first);
