@@ -29,8 +29,8 @@ constexpr int kStageValues = 1024;  // 4 KiB
 constexpr int kSlicesPerBlock = 2;  // a warp
 
 /// The ring's depth and a lane's loads ahead: as measured on an H200 (6 stages, 48 KiB a block,
-/// 4 loads ahead), or where groupNorm's plan asks for blocks (RowPlan::blocks, not yet measured) 12 stages (96 KiB a
-/// block: 44 KiB of each slice in flight) and 16 loads ahead.
+/// 4 loads ahead), or where groupNorm's plan asks for blocks (RowPlan::blocks; not yet measured)
+/// 12 stages (96 KiB a block: 44 KiB of each slice in flight) and 16 loads ahead.
 struct Shallow {
   static constexpr int kStages = 6, kAhead = 4;
 };
@@ -144,8 +144,8 @@ void launch(const Gpu& g, const GroupNormSlices::Args& a) {
 }
 }  // namespace slices
 
-/// pixelNorm where its plan asks for blocks (RowPlan::blocks; not yet measured on a GPU, as the block a row of
-/// core/cuda_row_blocks.cuh): a thread a pixel reads its column twice (the chain, then the
+/// pixelNorm where its plan asks for blocks (RowPlan::blocks; not yet measured on a GPU, as the
+/// block a row of core/cuda_row_blocks.cuh): a thread a pixel reads its column twice (the chain, then the
 /// values), and with every pixel resident at once the second read mostly misses the L2. Here a
 /// block takes a tile of kTile pixels of a frame with all their channels, copied to shared memory
 /// (16-byte cp.async chunks, the block's next tile's copy in flight meanwhile: forStaged); a warp's
@@ -212,9 +212,9 @@ void launch(const Gpu& g, const PixelNorm::Args& a) {
   const auto k = a.bf16 ? kernel<std::uint16_t> : kernel<float>;
   const std::size_t bytes = 2 * static_cast<std::size_t>(tileBytes(a));
   detail::allowShared(g, PixelNorm::kName, k, bytes);
-  detail::launch(g, PixelNorm::kName, k,
-                 detail::residentGrid(g, k, a.frames * (a.pixels / kTile), kThreads, bytes, detail::rowPlan(PixelNorm::kName)),
-                 a, bytes);
+  const detail::Grid grid =
+      detail::residentGrid(g, k, a.frames * (a.pixels / kTile), kThreads, bytes, detail::rowPlan(PixelNorm::kName));
+  detail::launch(g, PixelNorm::kName, k, grid, a, bytes);
 }
 }  // namespace pixelTiles
 
@@ -468,19 +468,16 @@ __global__ void __launch_bounds__(kThreads) kernel(const Args t) {
   else chunkWarp(t);
 }
 
-/// L (0: two launches): groupNorm's plan.
-std::int64_t lead() { return detail::rowPlan(GroupNorm::kName).ahead; }
-
 /// Whether the one launch takes these passes: L >= 1, and the slices and the chunks of whole
 /// 16-byte pieces (else the two launches, whose kernels take any shape).
-bool wanted(const GroupNormPasses::Args& p) {
-  return lead() > 0 && p.counters != nullptr && slices::streamable(p.slices) && pieces::fit(p.channels);
+bool wanted(const GroupNormPasses::Args& p, const detail::RowPlan& plan) {
+  return plan.ahead > 0 && p.counters != nullptr && slices::streamable(p.slices) && pieces::fit(p.channels);
 }
 
 template <class Depth>
-void launch(const Gpu& g, const GroupNormPasses::Args& p) {
+void launch(const Gpu& g, const GroupNormPasses::Args& p, const detail::RowPlan& plan) {
   const std::int64_t groups = p.slices.rows / kGroupSlices, chunks = (p.channels.n + kChunk - 1) / kChunk;
-  const Args t{p.slices, p.channels, p.counters, groups, lead(), chunks};
+  const Args t{p.slices, p.channels, p.counters, groups, plan.ahead, chunks};
   detail::useDevice(g.device.index, GroupNorm::kName);
   detail::cudaCheck(cudaMemsetAsync(p.counters, 0, GroupNormPasses::counterBytes(groups), detail::streamOf(g)),
                     GroupNorm::kName);
@@ -489,8 +486,8 @@ void launch(const Gpu& g, const GroupNormPasses::Args& p) {
   // Enough blocks for every slice pair or for the chunks a chunk warp each, at most those resident.
   const std::int64_t chunkBlocks = (t.groupChunks() * groups + kChunkWarps - 1) / kChunkWarps;
   const std::int64_t blocks = kPairs * groups > chunkBlocks ? kPairs * groups : chunkBlocks;
-  detail::launch(g, GroupNorm::kName, kernel<Depth>,
-                 detail::residentGrid(g, kernel<Depth>, blocks, kThreads, bytes, detail::rowPlan(GroupNorm::kName)), t, bytes);
+  const detail::Grid grid = detail::residentGrid(g, kernel<Depth>, blocks, kThreads, bytes, plan);
+  detail::launch(g, GroupNorm::kName, kernel<Depth>, grid, t, bytes);
 }
 }  // namespace ahead
 }  // namespace
@@ -499,12 +496,13 @@ void launch(const Gpu& g, const GroupNormPasses::Args& p) {
 // one (its slices' ring the deeper one where the plan asks for blocks too).
 void GroupNormPasses::cuda(const Gpu& g, const Args& a) {
   if (a.slices.rows == 0) return;
-  if (ahead::wanted(a)) {
-    // The deeper ring as the first pass's launch takes it: with the switch, for slices that outlast
-    // the shallow one.
-    if (detail::rowPlan(GroupNorm::kName).blocks && a.slices.n > slices::Shallow::kStages * slices::kStageValues)
-      return ahead::launch<slices::Deep>(g, a);
-    return ahead::launch<slices::ShallowWide>(g, a);
+  const detail::RowPlan& plan = detail::rowPlan(GroupNorm::kName);
+  if (ahead::wanted(a, plan)) {
+    // The deeper ring as the first pass's launch takes it: where the plan asks for blocks, for
+    // slices that outlast the shallow one.
+    if (plan.blocks && a.slices.n > slices::Shallow::kStages * slices::kStageValues)
+      return ahead::launch<slices::Deep>(g, a, plan);
+    return ahead::launch<slices::ShallowWide>(g, a, plan);
   }
   GroupNormSlices::cuda(g, a.slices);
   GroupNorm::cuda(g, a.channels);
