@@ -4,7 +4,7 @@
 #          CUDA runtime, libstdc++ and libgcc static, no OpenBLAS benchmark (OpenBLAS alone is ~35 MiB),
 #          and gizml as a shared library: one copy of it (and of its kernels) for all the programs,
 #          where a static one was linked into each test (52 MiB staged with 16 tests, near the limit).
-#   stage: build-gpu/ — only the programs (gizml-check, gizml-decode, gizml-train, tests/*_test,
+#   stage: build-gpu/ — only the programs (gizml-check, gizml-decode, gizml-denoise, gizml-train, tests/*_test,
 #          bench/gizml_bench), stripped, the shared libraries they need beyond the C library and the
 #          driver (in lib/), the test data (tests/data, next to the tests) and a slice of Fashion-MNIST
 #          for gizml-train's short run (data/fashion-mnist: the first 9600 training and 2000 test
@@ -24,7 +24,7 @@ echo "build-gpu: built in $((SECONDS - t0)) s"
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/lib" "$STAGE/tests" "$STAGE/bench"
-cp "$WORK/gizml-check" "$WORK/gizml-decode" "$WORK/gizml-train" "$STAGE/"
+cp "$WORK/gizml-check" "$WORK/gizml-decode" "$WORK/gizml-denoise" "$WORK/gizml-train" "$STAGE/"
 cp "$WORK"/tests/*_test "$STAGE/tests/"
 cp "$WORK/bench/gizml_bench" "$STAGE/bench/"
 cp -r "$ROOT/tests/data" "$STAGE/tests/data"
@@ -47,7 +47,7 @@ for prefix, keep in (("train", 9600), ("t10k", 2000)):
         with gzip.GzipFile(f"{dst}/{name}", "wb", mtime=0) as f:
             f.write(body)
 PY
-bins=("$STAGE/gizml-check" "$STAGE/gizml-decode" "$STAGE/gizml-train" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
+bins=("$STAGE/gizml-check" "$STAGE/gizml-decode" "$STAGE/gizml-denoise" "$STAGE/gizml-train" "$STAGE"/tests/*_test "$STAGE/bench/gizml_bench")
 
 # Libraries any Linux has (the driver's libcuda too); everything else goes into lib/.
 system_lib() {

@@ -21,6 +21,7 @@
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to name the failing launch
 #   gizml-check  every op on the host and the GPU, bits compared
 #   decode loop  gizml-decode's greedy and sampled ids: host (2 threads, 1 thread) = GPU
+#   denoise loop gizml-denoise's latents, images and 8-bit rows: host (2 threads, 1 thread) = GPU
 #   training     gizml-train's short run (150 steps of 64 images, on the staged slice of Fashion-MNIST):
 #                the trained weights' SHA-256 on the host (2 threads, 1 thread) = on GPU 0
 #   benchmarks   gizml_bench on GPU 0, short; last, as a timeout there only means "bench incomplete"
@@ -176,7 +177,7 @@ gtest_unfinished() {
   fi
   echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) threads"
   echo "C library: $(ldd --version 2>&1 | head -1)"
-  for f in "$BUILD/gizml-check" "$BUILD/gizml-decode" "$BUILD/gizml-train" "${tests[@]}" "$BUILD/bench/gizml_bench" "$BUILD"/lib/*; do
+  for f in "$BUILD/gizml-check" "$BUILD/gizml-decode" "$BUILD/gizml-denoise" "$BUILD/gizml-train" "${tests[@]}" "$BUILD/bench/gizml_bench" "$BUILD"/lib/*; do
     if ! ldd "$f" >/dev/null 2>&1; then
       echo "--- ldd cannot read $f"; step_result=FAILED
     elif ldd "$f" 2>&1 | grep -q "not found"; then  # a library, or a glibc version (stderr)
@@ -300,6 +301,17 @@ gtest_unfinished() {
     step_run --to "$decode_out" "$BUILD/gizml-decode" --check --layers 2 --prompt 12 --generate 12
     if [ "$GIZML_REQUIRE_GPU" = 1 ] && grep -q "no GPU:" "$decode_out" && [ "$step_result" = passed ]; then
       echo "--- gizml-decode compared no GPU"; step_result=FAILED
+    fi
+  fi
+  step_end
+
+  # A video diffusion model's denoising loop and decoder blocks (every op of the diffusion norms and
+  # 8-bit rows among them): host and GPU bits, checked as the decode loop's.
+  if step_begin "denoise loop: host and GPU bits" 90; then
+    denoise_out="$LOGDIR/gizml-denoise.txt"
+    step_run --to "$denoise_out" "$BUILD/gizml-denoise" --check
+    if [ "$GIZML_REQUIRE_GPU" = 1 ] && grep -q "no GPU:" "$denoise_out" && [ "$step_result" = passed ]; then
+      echo "--- gizml-denoise compared no GPU"; step_result=FAILED
     fi
   fi
   step_end
