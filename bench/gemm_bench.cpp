@@ -224,6 +224,21 @@ void BM_Paired_ConvTranspose1d(benchmark::State& state) {
       });
 }
 
+// int8RowsProduct (W8A8: the codes and scales of int8Rows, made outside the timing) against
+// OpenBLAS's F32 product of the same shape: what the exact 8-bit product buys over the float one.
+void BM_Paired_Int8RowsProduct(benchmark::State& state) {
+  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  Tensor x = Tensor::normal(Key{14, 14}, {m, k}), w = Tensor::normal(Key{15, 15}, {n, k});
+  const auto qx = gizml::netops::int8Rows(x), qw = gizml::netops::int8Rows(w);
+  Tensor out = Tensor::empty({m, n}), out2 = Tensor::empty({m, n});
+  paired(
+      state, gemmFlops(m, n, k), [&] { gizml::netops::int8RowsProductInto(qx.q, qx.s, qw.q, qw.s, out); },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data<float>(), k, w.data<float>(), k,
+                    0.0f, out2.data<float>(), n);
+      });
+}
+
 using gizml::bench::cpuModel;
 
 /// Prints the console table, then for each shape gizml / OpenBLAS of the medians (of the single
@@ -319,6 +334,8 @@ void registerAll() {
   pair("BM_Paired_LazyConv", BM_Paired_LazyConv, {64, 64, 128}, 31);
   pair("BM_Paired_Conv1d", BM_Paired_Conv1d, {4096, 256, 256, 3}, 31);
   pair("BM_Paired_ConvTranspose1d", BM_Paired_ConvTranspose1d, {2048, 256, 256, 4}, 31);
+  pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {512, 3072, 3072}, 15);
+  pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {2048, 2048, 2048}, 15);
 }
 
 /// Holds OpenBLAS to GIZML_BENCH_OPENBLAS_CORETYPE when that is set, else to its own choice: sets

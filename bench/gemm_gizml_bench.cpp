@@ -1,6 +1,8 @@
-// gizml_bench's products: the exact GEMM, affine and lazyConv on the host, or on GPU 0 with
-// GIZML_BENCH_DEVICE=cuda, where GEMM and lazyConv also run at BF16 compute (matrix cores). FLOP/s
-// is each one's counter; the OpenBLAS comparison on the host is gizml_gemm_bench.
+// gizml_bench's products: the exact GEMM, affine, lazyConv and int8RowsProduct on the host, or on
+// GPU 0 with GIZML_BENCH_DEVICE=cuda, where GEMM and lazyConv also run at BF16 compute (matrix
+// cores) and int8RowsProduct on INT8 matrix cores. FLOP/s is each one's counter (a multiply-add
+// two operations, as for the float products); the OpenBLAS comparison on the host is
+// gizml_gemm_bench.
 #include "gemm_gizml.hpp"
 
 namespace {
@@ -22,6 +24,23 @@ void BM_LazyConv(benchmark::State& state) {
   gizml::bench::lazyConv(state, benchDevice(), state.range(0), state.range(1), state.range(2), computeArg(state));
 }
 
+// The exact 8-bit product of int8Rows' codes (made outside the timing) of x [m, k] and w [n, k].
+void BM_Int8RowsProduct(benchmark::State& state) {
+  const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const gizml::Device d = benchDevice();
+  if (!gizml::bench::deviceAvailable(state, d)) return;
+  const auto qx = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{14, 14}, {m, k}, d));
+  const auto qw = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{15, 15}, {n, k}, d));
+  gizml::Tensor out = gizml::Tensor::empty({m, n}, DType::F32, d);
+  gizml::bench::IterationEnd end(state, d);
+  for (auto _ : state) {
+    gizml::netops::int8RowsProductInto(qx.q, qx.s, qw.q, qw.s, out);
+    end();
+    benchmark::DoNotOptimize(out.raw());
+  }
+  gizml::bench::setFlops(state, gizml::bench::gemmFlops(m, n, k));
+}
+
 // Shapes by device: a GPU needs a larger product to fill it; BF16 runs only where matrix cores are.
 void gemmShapes(benchmark::internal::Benchmark* b) {
   if (benchDevice().isCuda()) {
@@ -29,6 +48,10 @@ void gemmShapes(benchmark::internal::Benchmark* b) {
   } else {
     b->Args({2048, 2048, 2048, 32})->Args({512, 4096, 1024, 32});
   }
+}
+void int8ProductShapes(benchmark::internal::Benchmark* b) {
+  b->Args({512, 3072, 3072});
+  if (benchDevice().isCuda()) b->Args({8192, 3072, 3072});
 }
 void convShapes(benchmark::internal::Benchmark* b) {
   b->Args({64, 64, 128, 32});
@@ -40,3 +63,4 @@ void convShapes(benchmark::internal::Benchmark* b) {
 GIZML_BENCHMARK(BM_Gemm)->Apply(gemmShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Affine)->Args({512, 4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_LazyConv)->Apply(convShapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_Int8RowsProduct)->Apply(int8ProductShapes)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -8,8 +8,8 @@
 // then a VAE-style decoder turns each latent frame into an image. Every op is exact, so the result
 // is the same, bit for bit, with any thread count, with the AVX2 or AVX-512 build, and on a GPU:
 // the program prints an FNV-1a fingerprint of the latents, of the images and of the 8-bit rows an
-// INT8 FFN would read, and --check runs it all again with 1 thread (and on GPU 0 where there is
-// one) and compares.
+// INT8 FFN reads and of that FFN's first product, and --check runs it all again with 1 thread (and
+// on GPU 0 where there is one) and compares.
 //
 // Rows are tokens, in (video, frame, y, x) order; map[r] is row r's video, so every modulated op
 // picks that video's shift, scale and gate rows. Per layer and step:
@@ -20,6 +20,7 @@
 //   gatedNormAddInto(x, lazyMatmul(o, Wo), gate0)      x += gate * norm(attention's output)
 //   y, q8, s8 = modulatedInt8RowsInto(x, shift1, scale1)   the FFN's input, BF16 and as INT8 rows
 //   gatedNormAddInto(x, lazyMatmul(gelu(lazyMatmul(y, W1)), W2), gate1)
+//   (and int8RowsProduct(q8, s8, int8Rows(W1)): the first product of the FFN in W8A8, for its bits)
 // then latent += -(1 / steps) * lazyMatmul(modulatedNorm(x), Wout) (an Euler step from t = 1 to 0).
 // The decoder, a latent frame at a time: [64 channels, 8 x 8] = lazyMatmul(Win, latent rows),
 // groupNormInto (8 groups, SiLU), a 3 x 3 lazyConv, pixelNormInto (SiLU), a 3 x 3 lazyConv to RGB.
@@ -66,6 +67,7 @@ double fanIn(std::int64_t n) { return 1.0 / std::sqrt(static_cast<double>(n)); }
 
 struct Layer {
   Tensor wqkv, qNorm, kNorm, wo, attnPostNorm, w1, w2, ffnPostNorm;
+  netops::Int8RowsResult w1Codes;  // int8Rows(w1): W1 rotated and quantized, for the W8A8 product
   std::array<Tensor, 6> wMod;  // the cond's linear maps to shift0, scale0, gate0, shift1, scale1, gate1
 };
 
@@ -99,6 +101,7 @@ struct Model {
       L.attnPostNorm = nearOne(k(6), c.dim, d);
       L.w1 = scaledNormal(k(2), {c.ffn, c.dim}, fanIn(c.dim), d);
       L.w2 = scaledNormal(k(3), {c.dim, c.ffn}, fanIn(c.ffn), d);
+      L.w1Codes = netops::int8Rows(L.w1);
       L.ffnPostNorm = nearOne(k(7), c.dim, d);
       for (std::uint32_t m = 0; m < 6; ++m) L.wMod[m] = scaledNormal(k(10 + m), {c.dim, c.dim}, 0.1 * fanIn(c.dim), d);
       layers.push_back(std::move(L));
@@ -183,7 +186,8 @@ void headRows(const Tensor& rows, std::int64_t width, std::int64_t part, std::in
 }
 
 /// One Euler step of every video from time t to t - 1 / steps: latent [rows, channels] becomes
-/// latent - (1 / steps) v, v the transformer's velocity. The FFN's 8-bit input rows go into `codes`.
+/// latent - (1 / steps) v, v the transformer's velocity. The FFN's 8-bit input rows, and their
+/// product with W1's, go into `codes`.
 Tensor denoiseStep(const Model& m, const Gpu& g, const Tensor& latent, double t, Fingerprint& codes) {
   const Config& c = m.c;
   const std::int64_t rows = c.rows(), tokens = c.tokensPerVideo(), dim = c.dim;
@@ -227,6 +231,7 @@ Tensor denoiseStep(const Model& m, const Gpu& g, const Tensor& latent, double t,
     netops::modulatedInt8RowsInto(x, m.ones, mod[3], mod[4], m.map, c.eps, y, q8, s8, true);
     codes.add(q8);
     codes.add(s8);
+    codes.add(netops::int8RowsProduct(q8, s8, L.w1Codes.q, L.w1Codes.s));  // ≈ y W1ᵀ, exact in its own way
     const Tensor hidden = lazyMatmul(y.to(DType::F32), L.w1).gelu().store();
     netops::gatedNormAddInto(x, lazyMatmul(hidden, L.w2).dtype(DType::BF16).store(), L.ffnPostNorm, mod[5], m.map,
                              c.eps);
@@ -275,7 +280,7 @@ Run runAll(const Config& c, Device d) {
 }
 
 void print(const char* what, const Run& r) {
-  std::printf("%s: latents %016llx (rms %.4f), images %016llx (rms %.4f), 8-bit rows %016llx (rms %.2f);\n"
+  std::printf("%s: latents %016llx (rms %.4f), images %016llx (rms %.4f), 8-bit rows and products %016llx (rms %.2f);\n"
               "  %.1f ms a step, decoder %.1f ms\n",
               what, static_cast<unsigned long long>(r.latents.h), r.latents.rms(),
               static_cast<unsigned long long>(r.images.h), r.images.rms(), static_cast<unsigned long long>(r.codes.h),

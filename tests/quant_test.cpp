@@ -608,3 +608,170 @@ TEST(QuantCuda, MixedDevicesAreAnError) {
                                   Tensor::zeros({2, 256}, DType::BF16), q, s, false);
   }, "gizml::netops::modulatedInt8RowsInto", "y");
 }
+
+// ---- int8RowsProduct ----------------------------------------------------------------------------------
+
+namespace {
+/// rows x k codes, uniform over [lo, hi], as F32 integers.
+Tensor codeRows(Key key, std::int64_t rows, std::int64_t k, int lo, int hi) {
+  std::vector<float> v(static_cast<std::size_t>(rows * k));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(lo + static_cast<int>(key.uniform(i) * static_cast<float>(hi - lo + 1)) % (hi - lo + 1));
+  return host(v, {rows, k});
+}
+Tensor scaleRows(Key key, std::int64_t rows) {
+  std::vector<float> v(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1e-3f + key.uniform(i);
+  return host(v, {rows, 1});
+}
+}  // namespace
+
+TEST(Int8RowsProduct, MatchesFloat64) {
+  // The integer sum is exact; F32(sum) and the two products each round once: within 3 u of the
+  // float64 value (here k = 8192: sums up to 2^27, so F32(sum) does round).
+  const std::int64_t m = 7, n = 9, k = 8192;
+  const Tensor qa = codeRows(Key{20, 1}, m, k, -128, 127), qb = codeRows(Key{20, 2}, n, k, -128, 127);
+  const Tensor sa = scaleRows(Key{20, 3}, m), sb = scaleRows(Key{20, 4}, n);
+  // Row 0 of qa all 127, row 0 of qb the magnitudes of its codes: a sum of about 2^26 with random
+  // low bits, which F32 rounds; row 1 of both all -128: the largest sum, 16384 k = 2^27.
+  std::vector<float> a = qa.toVector<float>(), b = qb.toVector<float>();
+  std::fill(a.begin(), a.begin() + k, 127.0f);
+  for (std::int64_t p = 0; p < k; ++p) b[p] = std::fmin(std::fabs(b[p]), 127.0f);
+  std::fill(a.begin() + k, a.begin() + 2 * k, -128.0f);
+  std::fill(b.begin() + k, b.begin() + 2 * k, -128.0f);
+  const std::vector<float> out = netops::int8RowsProduct(host(a, {m, k}), sa, host(b, {n, k}), sb).toVector<float>();
+  const std::vector<float> as = sa.toVector<float>(), bs = sb.toVector<float>();
+  int rounded = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < k; ++p) sum += static_cast<double>(a[i * k + p]) * b[j * k + p];
+      rounded += static_cast<double>(static_cast<float>(sum)) != sum;
+      const double exact = sum * as[i] * bs[j];
+      ASSERT_LE(std::fabs(out[i * n + j] - exact), 3 * kU * std::fabs(exact) + 1e-37) << i << ", " << j;
+    }
+  EXPECT_GT(rounded, 0) << "no sum beyond 2^24: F32(sum) untested";
+}
+
+TEST(Int8RowsProduct, ApproximatesTheProductOfTheUnquantizedRows) {
+  // int8Rows(x) and int8Rows(w), both rotated by H (symmetric, its own inverse), multiply to
+  // about x wᵀ. Gaussian rows of 1024: after H their largest |y| is about 3.5 sigma, so a code's
+  // step s is 3.5 / 127 sigma (8 bits) or 3.5 / 7 sigma (4 bits) and its error s / sqrt(12); a
+  // product's relative error about sqrt(2) of that over sigma: 1.1 % and 20 %. Bounds: twice that.
+  const std::int64_t m = 16, n = 24, k = 1024;
+  const std::vector<float> x = randomFloats(Key{21, 1}, m * k), w = randomFloats(Key{21, 2}, n * k);
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const auto qx = netops::int8Rows(host(x, {m, k}), bits), qw = netops::int8Rows(host(w, {n, k}), bits);
+    const std::vector<float> out = netops::int8RowsProduct(qx.q, qx.s, qw.q, qw.s).toVector<float>();
+    double err = 0, norm = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double exact = 0;
+        for (std::int64_t p = 0; p < k; ++p) exact += static_cast<double>(x[i * k + p]) * w[j * k + p];
+        err += (out[i * n + j] - exact) * (out[i * n + j] - exact);
+        norm += exact * exact;
+      }
+    EXPECT_LE(std::sqrt(err / norm), bits == 8 ? 0.022 : 0.4);
+    EXPECT_GT(std::sqrt(err / norm), bits == 8 ? 1e-4 : 1e-2);  // it is a quantized product
+  }
+}
+
+TEST(Int8RowsProduct, CodesInAnyFormGiveTheSameBits) {
+  const std::int64_t m = 5, n = 6, k = 512;
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const int lo = bits == 8 ? -128 : -8, hi = -lo - 1;
+    const Tensor qa = codeRows(Key{22, 1}, m, k, lo, hi), qb = codeRows(Key{22, 2}, n, k, lo, hi);
+    const Tensor sa = scaleRows(Key{22, 3}, m), sb = scaleRows(Key{22, 4}, n);
+    const std::vector<float> want = netops::int8RowsProduct(qa, sa, qb, sb).toVector<float>();
+    std::vector<DType> forms{DType::F32, DType::I8};
+    if (bits == 4) forms.push_back(DType::I4);
+    for (DType fa : forms)
+      for (DType fb : forms) {
+        SCOPED_TRACE(dtypeName(fa) + " x " + dtypeName(fb));
+        EXPECT_TRUE(sameBits(netops::int8RowsProduct(qa.to(fa), sa, qb.to(fb), sb).toVector<float>(), want));
+      }
+  }
+}
+
+TEST(Int8RowsProduct, TheLongestRowsKeepTheirSumsInInt32) {
+  // k = 130816, every code -128: the sum 16384 k = 2143289344 < 2^31, as the bound promises; its
+  // F32 is the nearest even float. 128 x 128 at any k would need 130816 <= 131071 too.
+  const std::int64_t k = 130816;
+  const Tensor q = host(std::vector<float>(k, -128.0f), {1, k}), s = host({1.0f}, {1, 1});
+  const float got = netops::int8RowsProduct(q, s, q.to(DType::I8), s).toVector<float>()[0];
+  EXPECT_EQ(got, static_cast<float>(16384.0 * k));
+  const Tensor wider = host(std::vector<float>(k + 256, 1.0f), {1, k + 256});
+  expectThrowsNaming([&] { netops::int8RowsProduct(wider, s, wider, s); }, "gizml::netops::int8RowsProduct", "qa");
+}
+
+TEST(Int8RowsProduct, ScalesAsTheyAre) {
+  // A +0 scale gives ±0 (or NaN with an inf), an inf scale ±inf (NaN where the sum is 0).
+  const std::int64_t k = 256;
+  std::vector<float> a(2 * k, 1.0f), b(k, 2.0f);
+  std::fill(a.begin() + k, a.end(), 0.0f);
+  const std::vector<float> out =
+      netops::int8RowsProduct(host(a, {2, k}), host({kInf, kInf}, {2, 1}), host(b, {1, k}), host({1.0f}, {1, 1}))
+          .toVector<float>();
+  EXPECT_EQ(out[0], kInf);
+  EXPECT_TRUE(std::isnan(out[1]));
+}
+
+TEST(Int8RowsProduct, NoRows) {
+  const Tensor q = Tensor::zeros({3, 256}), s = Tensor::zeros({3, 1});
+  EXPECT_EQ(netops::int8RowsProduct(Tensor::zeros({0, 256}), Tensor::zeros({0, 1}), q, s).shape(), (gizml::Shape{0, 3}));
+  EXPECT_EQ(netops::int8RowsProduct(q, s, Tensor::zeros({0, 256}), Tensor::zeros({0, 1})).shape(), (gizml::Shape{3, 0}));
+}
+
+TEST(Int8RowsProduct, BadInput) {
+  const char* fn = "gizml::netops::int8RowsProduct";
+  const Tensor q = codeRows(Key{23, 1}, 2, 256, -128, 127), s = scaleRows(Key{23, 2}, 2);
+  expectThrowsNaming([&] { netops::int8RowsProduct(Tensor(), s, q, s); }, fn, "qa");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q.to(DType::F16), s, q, s); }, fn, "qa");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q.reshape({512}), s, q, s); }, fn, "qa");
+  expectThrowsNaming([&] { netops::int8RowsProduct(Tensor::zeros({2, 300}), s, q, s); }, fn, "qa");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, Tensor::zeros({2, 512}), s); }, fn, "qb");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, Tensor::zeros({2}), q, s); }, fn, "sa");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q, Tensor::zeros({3, 1})); }, fn, "sb");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q, s.to(DType::BF16)); }, fn, "sb");
+  // F32 codes must be integers in [-128, 127]; the message names the first bad element.
+  std::vector<float> v = q.toVector<float>();
+  v[256 + 3] = 0.5f;
+  expectThrowsNaming([&] { netops::int8RowsProduct(host(v, {2, 256}), s, q, s); }, fn, "qa", "[1, 3]");
+  v[256 + 3] = 128.0f;
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, host(v, {2, 256}), s); }, fn, "qb", "128");
+  v[256 + 3] = kNaN;
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, host(v, {2, 256}), s); }, fn, "qb");
+  const char* into = "gizml::netops::int8RowsProductInto";
+  Tensor out = host(std::vector<float>(4, 7.0f), {2, 2});
+  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor::zeros({2, 3})); }, into, "out");
+  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor::zeros({2, 2}, DType::BF16)); }, into, "out");
+  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, host(v, {2, 256}), s, out); }, into, "qb");
+  EXPECT_EQ(out.toVector<float>(), std::vector<float>(4, 7.0f)) << "a failed check wrote out";
+  netops::int8RowsProductInto(q, s, q, s, out);
+  EXPECT_TRUE(sameBits(out.toVector<float>(), netops::int8RowsProduct(q, s, q, s).toVector<float>()));
+}
+
+TEST(Int8RowsProductCuda, CodesAsInt8RowsGivesThemThere) {
+  GIZML_NEED_GPU();
+  const Device gpu = Device::cuda(0);
+  const std::int64_t m = 70, n = 66, k = 768;
+  const std::vector<float> x = randomFloats(Key{24, 1}, m * k), w = randomFloats(Key{24, 2}, n * k);
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const auto hx = netops::int8Rows(host(x, {m, k}), bits), hw = netops::int8Rows(host(w, {n, k}), bits);
+    const auto gx = netops::int8Rows(host(x, {m, k}).to(gpu), bits), gw = netops::int8Rows(host(w, {n, k}).to(gpu), bits);
+    EXPECT_TRUE(sameBits(netops::int8RowsProduct(gx.q, gx.s, gw.q, gw.s).toFloats(),
+                         netops::int8RowsProduct(hx.q, hx.s, hw.q, hw.s).toVector<float>()));
+  }
+  const char* fn = "gizml::netops::int8RowsProduct";
+  const Tensor q = codeRows(Key{25, 1}, 2, 256, -128, 127).to(gpu), s = scaleRows(Key{25, 2}, 2).to(gpu);
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q.to(DType::I8), s); }, fn, "qa", "F32 codes");
+  const Tensor q8 = q.to(DType::I8);
+  expectThrowsNaming([&] { netops::int8RowsProduct(q8, s, q8, s.to(Device::host())); }, fn, "sb");
+  // Codes that do not start 16-byte aligned (a view one byte into a larger tensor).
+  const Tensor flat = Tensor::zeros({2 * 256 + 1}, DType::I8, gpu);
+  const Tensor off = flat.rows(1, 2 * 256 + 1).reshape({2, 256});
+  expectThrowsNaming([&] { netops::int8RowsProduct(off, s, q8, s); }, fn, "qa", "aligned");
+}

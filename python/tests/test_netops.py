@@ -46,6 +46,7 @@ def python_values():
     out["hadamardRows"] = n.hadamardRows(rows_h)
     q, s = n.int8Rows(rows_h, 8)
     out.update({"int8Rows.q": q, "int8Rows.s": s})
+    out["int8RowsProduct"] = n.int8RowsProduct(q, s, q, s)
     out["attention"] = n.attention(normal(20, [2, 5, 8]), normal(21, [2, 7, 8]), normal(22, [2, 7, 6]), 0.35, True,
                                    0.25, Key(23, 1))
     qkv = normal(24, [12, 3 * 2 * 8])
@@ -136,6 +137,9 @@ def test_every_other_op_runs():
     n.int8RowsInto(xs, q, s)
     r = n.int8Rows(xs)
     assert len(r) == 2 and host_bytes(q) == host_bytes(r.q) and host_bytes(s) == host_bytes(r.s)
+    po = Tensor.empty([rows, rows])
+    n.int8RowsProductInto(r.q, r.s, r.q, r.s, po)
+    assert host_bytes(po) == host_bytes(n.int8RowsProduct(q, s, q, s))
     yb, q2, s2 = Tensor.empty([rows, width], DType.BF16), Tensor.empty([rows, width]), Tensor.empty([rows, 1])
     n.modulatedInt8RowsInto(xs, ws, shift, scale, mp, 1e-6, yb, q2, s2)
     n.modulatedInt8RowsInto(xs, ws, shift, scale, mp, 1e-6, Tensor(), q2, s2, centered=False, bits=4)
@@ -238,7 +242,8 @@ def test_lazy_describes_its_output():
 NETOPS_TESTED = """layerNorm layerNormGrad rmsNorm crossEntropyLoss crossEntropyRows crossEntropyGrad argmax dropout
     affine patchRows im2col col2im im2col1d col2im1d conv1d convTranspose1d pool2d pool2dGrad causalMask
     modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm groupNormInto rowNormRopeInto hadamardRows
-    hadamardRowsInto rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto argmaxInto candidatesInto splitSumInto
+    hadamardRowsInto rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto int8RowsProduct
+    int8RowsProductInto argmaxInto candidatesInto splitSumInto
     normRotateInto siluMulRotatedInto sampleCandidates attention headPrepInPlace attendedRows attentionRows
     crossAttentionRows neighborhood3d""".split()
 

@@ -2,6 +2,8 @@
 // row, more rows than one GPU block (8 rows of 16 lanes); a row with a NaN (its block of y NaN), a
 // row with +inf (int8Rows: s = inf), a row of zeros with a -0 (s = 1e-30), a row of subnormals
 // (codes clamped), and withSpecials' NaN / ±inf / -0.
+#include <cmath>
+
 #include "reference/norms_reference.hpp"
 #include "reference/quant_reference.hpp"
 #include "registry/registry.hpp"
@@ -132,6 +134,72 @@ Case modulatedInt8RowsCase(const QuantShape& s, int bits, bool centered, bool wi
   return c;
 }
 
+/// int8RowsProduct's operands: qa [m, k] and qb [n, k] random codes (F32 integers in [-128, 127],
+/// or [-8, 7] for 4 bits), with, where there are rows enough, a row of qa and one of qb all -128
+/// (-8): their sum 16384 k (64 k) is beyond 2^24 for k >= 1024 at 8 bits, so F32(sum) rounds;
+/// sa [m, 1] and sb [n, 1] positive scales with a +0 and an inf (0 inf = NaN) where there are rows.
+struct ProductShape {
+  std::int64_t m, n, k;
+  bool typical = false;
+  std::string name() const { return "[" + std::to_string(m) + ", " + std::to_string(k) + "] x [" + std::to_string(n) + ", " + std::to_string(k) + "]"; }
+};
+const ProductShape kProductShapes[] = {{1, 1, 256}, {3, 5, 512}, {64, 64, 256}, {65, 70, 768},
+                                       {17, 130, 1024}, {3, 5, 8192}, {128, 256, 3072, true}};
+
+Tensor productCodes(Key key, std::int64_t rows, std::int64_t k, int bits) {
+  const float most = bits == 8 ? 128.0f : 8.0f;
+  std::vector<float> v(static_cast<std::size_t>(rows * k));
+  for (std::int64_t i = 0; i < rows * k; ++i)  // uniform over [-most, most - 1], a zero +0
+    v[i] = std::fmin(std::floor(key.uniform(static_cast<std::uint64_t>(i)) * 2.0f * most) - most, most - 1.0f) + 0.0f;
+  if (rows >= 3)
+    for (std::int64_t p = 0; p < k; ++p) v[2 * k + p] = -most;
+  return host(v, {rows, k});
+}
+Tensor productScales(Key key, std::int64_t rows) {
+  std::vector<float> v(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) v[i] = 0.001f + 0.01f * key.uniform(static_cast<std::uint64_t>(i));
+  if (rows >= 4) v[3] = 0.0f;
+  if (rows >= 5) v[4] = test::kInf;
+  return host(v, {rows, 1});
+}
+
+/// int8RowsProduct (int8RowsProductInto where `into`) at `bits` a code, the codes held as `codes`
+/// on every device, or (DType::F32) as int8Rows gives them: F32 on the host, I8 / I4 on a GPU.
+/// `mixed`: qb 4-bit (I4) whatever qa is.
+Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, bool into = false, bool mixed = false) {
+  Case c{.op = into ? "int8RowsProductInto" : "int8RowsProduct",
+         .name = s.name() + " bits " + std::to_string(bits) + (codes == DType::F32 ? "" : " " + dtypeName(codes)) +
+                 (mixed ? ", qb I4" : "")};
+  c.typical = s.typical && bits == 8 && codes == DType::F32 && !mixed;
+  c.inputs = [s, bits, mixed] {
+    const auto seed = static_cast<std::uint32_t>(s.m * 1000 + s.n);
+    return Tensors{productCodes(Key{7, seed}, s.m, s.k, bits), productScales(Key{8, seed}, s.m),
+                   productCodes(Key{9, seed}, s.n, s.k, mixed ? 4 : bits), productScales(Key{10, seed}, s.n)};
+  };
+  c.run = [bits, codes, into, mixed](const Tensors& in) {
+    const bool onHost = in[0].device().isHost();
+    const auto held = [&](const Tensor& q, int b) {
+      const DType want = codes != DType::F32 ? codes : onHost ? DType::F32 : b == 8 ? DType::I8 : DType::I4;
+      return q.dtype() == want ? q : q.to(want);
+    };
+    const Tensor qa = held(in[0], bits), qb = mixed ? in[2].to(DType::I4) : held(in[2], bits);
+    if (!into) return Tensors{netops::int8RowsProduct(qa, in[1], qb, in[3])};
+    Tensors out{Tensor::empty({in[0].dim(0), in[2].dim(0)}, DType::F32, in[0].device())};
+    netops::int8RowsProductInto(qa, in[1], qb, in[3], out[0]);
+    return out;
+  };
+  c.reference = [](const Tensors& in) {
+    const std::int64_t m = in[0].dim(0), n = in[2].dim(0), k = in[0].dim(1);
+    std::vector<float> out(m * n);
+    ref::int8RowsProduct(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(),
+                         valuesOf(in[3]).data(), m, n, k, out.data());
+    return Tensors{host(out, {m, n})};
+  };
+  c.outputNames = {"out"};
+  c.cut = {{{0, 1}, {1, 1}}, {{0, 1}}};  // a row of qa (and its scale) alone: that row of out
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> quantCases() {
@@ -155,6 +223,14 @@ std::vector<Case> quantCases() {
   cases.push_back(int8RowsCase(kLongRows, 8, false));
   cases.push_back(int8RowsCase(kLongRows, 4, false, DType::BF16));
   cases.push_back(modulatedInt8RowsCase(kLongRows, 8, true, true));
+  for (const ProductShape& s : kProductShapes) cases.push_back(int8RowsProductCase(s, 8, DType::F32));
+  for (const ProductShape& s : {kProductShapes[1], kProductShapes[3], kProductShapes[5]}) {
+    cases.push_back(int8RowsProductCase(s, 8, DType::I8));
+    cases.push_back(int8RowsProductCase(s, 4, DType::F32));
+    cases.push_back(int8RowsProductCase(s, 4, DType::I4));
+    cases.push_back(int8RowsProductCase(s, 8, DType::I8, false, true));
+  }
+  for (const ProductShape& s : {kProductShapes[3], kProductShapes[6]}) cases.push_back(int8RowsProductCase(s, 8, DType::F32, true));
   return cases;
 }
 

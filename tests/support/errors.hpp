@@ -10,8 +10,10 @@
 
 namespace gizml::test {
 
+/// f() must throw gizml::Error naming `function` and `argument`, and, where given, saying `saying`
+/// (the bad element's place or value, say).
 template <class F>
-void expectThrowsNaming(F f, const std::string& function, const std::string& argument) {
+void expectThrowsNaming(F f, const std::string& function, const std::string& argument, const std::string& saying = "") {
   try {
     f();
     ADD_FAILURE() << "expected gizml::Error from " << function << " naming " << argument;
@@ -20,6 +22,7 @@ void expectThrowsNaming(F f, const std::string& function, const std::string& arg
     // gizml::fail writes "<function>: <argument>: <what>".
     EXPECT_NE(m.find(function + ": " + argument + ": "), std::string::npos)
         << "expected \"" << function << ": " << argument << ": ...\", got: " << m;
+    EXPECT_NE(m.find(saying), std::string::npos) << "expected the message to say \"" << saying << "\", got: " << m;
   }
 }
 

@@ -1,0 +1,57 @@
+// int8RowsProduct: the product of two matrices of 8-bit rows as int8Rows gives them (SPEC §3
+// "Diffusion norms and 8-bit rows": where the SPEC is silent, include/gizml/netops/quant.hpp says
+// what was chosen). Each output is an integer sum, exact in int32 in any order, then one
+// conversion to F32 and two products by the rows' scales: the same bits wherever the sum runs —
+// the host's 16-bit multiply-adds (product_host.cpp) or a GPU's INT8 matrix cores (mma.sync
+// m16n8k32 .s8, product_cuda.cu).
+#pragma once
+
+#include <cstdint>
+
+#include "exact/hd.hpp"
+#include "gizml/gpu.hpp"
+#include "netops/quant/quant.hpp"
+
+namespace gizml::netops::quant {
+
+/// The largest k: |a b| <= 128 * 128 a term, so k terms stay within int32 (2^31 - 1) for k up to
+/// 131071; the widths int8Rows gives are multiples of 256, the largest such 130816.
+constexpr std::int64_t kMostProductK = 130816;
+
+/// Element (i, j) of the product from its integer sum: (F32(sum) * sa[i]) * sb[j], F32(sum) rounded
+/// to nearest even (exact for |sum| <= 2^24).
+GIZML_HD float int8ProductValue(std::int32_t sum, float sa, float sb) { return (static_cast<float>(sum) * sa) * sb; }
+
+/// Code p of a row of codes held as `codes` (F32 integers, I8, or I4 two a byte, low nibble first).
+GIZML_HD int codeAt(const void* row, Codes codes, std::int64_t p) {
+  if (codes == Codes::F32) return static_cast<int>(static_cast<const float*>(row)[p]);
+  if (codes == Codes::I8) return static_cast<const std::int8_t*>(row)[p];
+  const unsigned byte = static_cast<const std::uint8_t*>(row)[p / 2];
+  const unsigned nibble = p % 2 == 0 ? byte & 15u : byte >> 4;
+  return static_cast<int>(nibble ^ 8u) - 8;  // the nibble's two's complement
+}
+/// The bytes of a row of k codes.
+GIZML_HD std::int64_t codeRowBytes(Codes codes, std::int64_t k) {
+  return codes == Codes::F32 ? 4 * k : codes == Codes::I8 ? k : k / 2;
+}
+
+/// out [m, n] F32 = int8ProductValue(Σ_p a[i, p] b[j, p], sa[i], sb[j]); a [m, k] and b [n, k]
+/// codes, k a positive multiple of 256 up to kMostProductK (checked by the public function, which
+/// also checks F32 codes are integers in [-128, 127]).
+struct Int8RowsProduct {
+  static constexpr const char* kName = "gizml::netops::int8RowsProduct";
+  struct Args {
+    const void* a;
+    Codes aCodes;
+    const float* sa;
+    const void* b;
+    Codes bCodes;
+    const float* sb;
+    std::int64_t m, n, k;
+    float* out;
+  };
+  static void host(const Args& a);
+  static void cuda(const Gpu& g, const Args& a);
+};
+
+}  // namespace gizml::netops::quant
