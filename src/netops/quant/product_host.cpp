@@ -1,20 +1,25 @@
 // int8RowsProduct on the host, and the public functions (checks, outputs, dispatch).
 //
-// Each operand is first widened to 16-bit integers, a row of k a time, rows padded with zeros to
-// the register block. The micro-kernel keeps MR x NR sums as vectors of 32-bit lanes and adds
-// 16-bit products two at a time (vpmaddwd, or vpdpwssd with AVX-512 VNNI); an integer sum is exact
-// in any order, so the lanes, the blocks of k and the threads' split change no bit. Blocking as
-// the F32 GEMM's (gemm/host.cpp): a's MR rows (kc values each) stay in L1 while a panel of b's rows
-// (half of L2, sized from the caches read at run time) streams from L2; a block of k's sums go to
-// the output's memory as int32 bits between blocks, and the last block converts them. Threads take
-// contiguous ranges of a's row blocks and never meet before the end.
+// An integer sum is exact in any order, so how the work is cut changes no bit: the lanes, the
+// blocks of k, the threads' split. The operands are widened to 16-bit integers first (a's rows
+// padded with zero rows to the register block). The micro-kernel is the outer-product form of
+// the F32 GEMMs, on pairs: MR rows of a times a micro-panel of NV vectors of b's columns, each
+// 32-bit lane of a vector one column's pair (b[j][p], b[j][p + 1]); a's pair (a[i][p], a[i][p + 1])
+// broadcast to every lane, one vpdpwssd (AVX-512 VNNI; vpmaddwd + vpaddd without it, or on AVX2)
+// adds both products to a column's sum. MR x NV vectors of sums stay in registers over a block of
+// kc values of k; the micro-panel (packed a block of k at a time, kc x 16 NV x 2 bytes, a quarter
+// of L2, sized from the caches read at run time) stays in L2 while a's rows stream past. Between
+// blocks of k the sums wait in the output's memory as int32 bits; the last block converts them
+// (int8ProductValue, the formula the GPU shares). Work items are (micro-panel, range of rows),
+// taken by the threads in any order; they meet only at the end.
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -28,39 +33,40 @@ namespace gizml::netops::quant {
 
 namespace {
 
-// The machine's own vectors of 16-bit lanes (any width gives the same sums).
+// The machine's vectors of 32-bit lanes, each holding a pair of 16-bit codes or one sum (gizml's
+// host code needs AVX2 at least: exact/vec16.hpp).
 #if defined(__AVX512BW__)
 using Lanes = __m512i;
-constexpr int kMR = 4, kNR = 4, kLanes16 = 32;
+constexpr int kLanes = 16, kMR = 6, kNV = 4;  // 24 sums + 4 of b + 1 of a: 29 of 32 registers
 inline Lanes zeroLanes() { return _mm512_setzero_si512(); }
 inline Lanes loadLanes(const std::int16_t* p) { return _mm512_loadu_si512(p); }
-inline Lanes multiplyAdd(Lanes acc, Lanes a, Lanes b) {
+inline void storeLanes(std::int32_t* p, Lanes v) { _mm512_storeu_si512(p, v); }
+inline Lanes broadcastPair(const std::int16_t* p) {
+  std::int32_t pair;
+  std::memcpy(&pair, p, 4);
+  return _mm512_set1_epi32(pair);
+}
+inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) {
 #if defined(__AVX512VNNI__)
   return _mm512_dpwssd_epi32(acc, a, b);
 #else
   return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
 #endif
 }
-inline std::int32_t laneSum(Lanes v) { return _mm512_reduce_add_epi32(v); }
-#elif defined(__AVX2__)
+#else
 using Lanes = __m256i;
-constexpr int kMR = 2, kNR = 4, kLanes16 = 16;  // 16 registers: 8 sums, 2 of a, 1 of b
+constexpr int kLanes = 8, kMR = 6, kNV = 2;  // 12 sums + 2 of b + 1 of a: 15 of 16 registers
 inline Lanes zeroLanes() { return _mm256_setzero_si256(); }
 inline Lanes loadLanes(const std::int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline Lanes multiplyAdd(Lanes acc, Lanes a, Lanes b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
-inline std::int32_t laneSum(Lanes v) {
-  const __m128i four = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i two = _mm_add_epi32(four, _mm_shuffle_epi32(four, 0x4e));
-  return _mm_cvtsi128_si32(_mm_add_epi32(two, _mm_shuffle_epi32(two, 0xb1)));
+inline void storeLanes(std::int32_t* p, Lanes v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+inline Lanes broadcastPair(const std::int16_t* p) {
+  std::int32_t pair;
+  std::memcpy(&pair, p, 4);
+  return _mm256_set1_epi32(pair);
 }
-#else
-using Lanes = std::int32_t;
-constexpr int kMR = 2, kNR = 2, kLanes16 = 1;
-inline Lanes zeroLanes() { return 0; }
-inline Lanes loadLanes(const std::int16_t* p) { return *p; }
-inline Lanes multiplyAdd(Lanes acc, Lanes a, Lanes b) { return acc + a * b; }
-inline std::int32_t laneSum(Lanes v) { return v; }
+inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 #endif
+constexpr int kPanelColumns = kNV * kLanes;
 
 /// rows x k codes widened to 16 bits, row-major, padded with zero rows to `padded` rows (each
 /// kind its own loop, which the compiler vectorizes).
@@ -83,23 +89,43 @@ std::vector<std::int16_t> widened(const void* q, Codes codes, std::int64_t rows,
   return out;
 }
 
-/// The MR x NR sums over `len` values (a multiple of kLanes16) of a's rows a, a + k, ... and b's
-/// rows b, b + k, ...
-inline void microSums(const std::int16_t* a, const std::int16_t* b, std::int64_t k, std::int64_t len,
-                      std::int32_t (&sums)[kMR][kNR]) {
-  Lanes acc[kMR][kNR];
+/// Columns [j0, j0 + kPanelColumns) of b (widened, [n, k]), values [k0, k0 + len) of k, as the
+/// micro-kernel reads them: pair q of column j at panel + 2 (q kPanelColumns + j); columns past n
+/// are zeros.
+void packPanel(const std::int16_t* b, std::int64_t n, std::int64_t k, std::int64_t j0, std::int64_t k0,
+               std::int64_t len, std::int16_t* panel) {
+  for (int j = 0; j < kPanelColumns; ++j) {
+    const bool in = j0 + j < n;
+    const std::int16_t* row = b + (j0 + j) * k + k0;
+    for (std::int64_t q = 0; q < len / 2; ++q) {
+      panel[2 * (q * kPanelColumns + j)] = in ? row[2 * q] : 0;
+      panel[2 * (q * kPanelColumns + j) + 1] = in ? row[2 * q + 1] : 0;
+    }
+  }
+}
+
+/// The MR x kPanelColumns sums over `pairs` pairs of a's rows a, a + k, ... (from their value at
+/// a) and the packed panel.
+inline void microSums(const std::int16_t* a, std::int64_t k, const std::int16_t* panel, std::int64_t pairs,
+                      std::int32_t (&sums)[kMR][kPanelColumns]) {
+  Lanes acc[kMR][kNV];
   for (auto& row : acc)
     for (auto& v : row) v = zeroLanes();
-  for (std::int64_t p = 0; p < len; p += kLanes16) {
-    Lanes av[kMR];
-    for (int i = 0; i < kMR; ++i) av[i] = loadLanes(a + i * k + p);
-    for (int j = 0; j < kNR; ++j) {
-      const Lanes bv = loadLanes(b + j * k + p);
-      for (int i = 0; i < kMR; ++i) acc[i][j] = multiplyAdd(acc[i][j], av[i], bv);
+  // The loops over v and i unrolled: without the pragmas GCC kept AVX-512's madd + add form (no
+  // VNNI, -march=skylake-avx512) a loop over sums in memory.
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    Lanes b[kNV];
+#pragma GCC unroll 8
+    for (int v = 0; v < kNV; ++v) b[v] = loadLanes(panel + 2 * (q * kPanelColumns + v * kLanes));
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      const Lanes ai = broadcastPair(a + i * k + 2 * q);
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v) acc[i][v] = pairDot(acc[i][v], ai, b[v]);
     }
   }
   for (int i = 0; i < kMR; ++i)
-    for (int j = 0; j < kNR; ++j) sums[i][j] = laneSum(acc[i][j]);
+    for (int v = 0; v < kNV; ++v) storeLanes(sums[i] + v * kLanes, acc[i][v]);
 }
 
 }  // namespace
@@ -107,35 +133,42 @@ inline void microSums(const std::int16_t* a, const std::int16_t* b, std::int64_t
 void Int8RowsProduct::host(const Args& a) {
   const std::int64_t m = a.m, n = a.n, k = a.k;
   if (m == 0 || n == 0) return;
-  const std::int64_t rowBlocks = (m + kMR - 1) / kMR, colBlocks = (n + kNR - 1) / kNR;
+  const std::int64_t rowBlocks = (m + kMR - 1) / kMR, panels = (n + kPanelColumns - 1) / kPanelColumns;
   const std::vector<std::int16_t> wa = widened(a.a, a.aCodes, m, k, rowBlocks * kMR);
-  const std::vector<std::int16_t> wb = widened(a.b, a.bCodes, n, k, colBlocks * kNR);
-  // kc: a's MR rows of kc values fill half of L1; a panel of b's rows half of L2.
-  const detail::Caches& c = detail::caches();
-  const std::int64_t kc = std::clamp<std::int64_t>((c.l1 / 2) / (2 * kMR) / 256 * 256, 256, k);
-  const std::int64_t panelBlocks = std::max<std::int64_t>(1, (c.l2 / 2) / (2 * kc * kNR));
-  const int threads = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(rowBlocks)));
-#pragma omp parallel num_threads(threads)
+  const std::vector<std::int16_t> wb = widened(a.b, a.bCodes, n, k, n);
+  // kc: a micro-panel of kc values a quarter of L2 (a multiple of 256, at least 256).
+  const std::int64_t panelBytesPerValue = 2 * kPanelColumns;
+  const std::int64_t kc = std::clamp<std::int64_t>((detail::caches().l2 / 4) / panelBytesPerValue / 256 * 256, 256, k);
+  // Items: (panel, range of row blocks), some 4 a thread where the panels alone are fewer.
+  const int threads = omp_get_max_threads();
+  const std::int64_t rowRanges = std::clamp<std::int64_t>((4 * threads + panels - 1) / panels, 1, rowBlocks);
+  const std::int64_t items = panels * rowRanges;
+#pragma omp parallel
   {
-    const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-    const std::int64_t first = rowBlocks * t / count, last = rowBlocks * (t + 1) / count;
-    for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
-      const std::int64_t len = std::min(kc, k - k0);
-      const bool firstBlock = k0 == 0, lastBlock = k0 + len == k;
-      for (std::int64_t jp = 0; jp < colBlocks; jp += panelBlocks)
-        for (std::int64_t ib = first; ib < last; ++ib)
-          for (std::int64_t jb = jp; jb < std::min(colBlocks, jp + panelBlocks); ++jb) {
-            std::int32_t sums[kMR][kNR];
-            microSums(wa.data() + ib * kMR * k + k0, wb.data() + jb * kNR * k + k0, k, len, sums);
-            for (int i = 0; i < kMR && ib * kMR + i < m; ++i)
-              for (int j = 0; j < kNR && jb * kNR + j < n; ++j) {
-                const std::int64_t row = ib * kMR + i, col = jb * kNR + j;
-                float& out = a.out[row * n + col];
-                // Between blocks of k the output holds the sum so far as int32 bits.
-                const std::int32_t sum = firstBlock ? sums[i][j] : std::bit_cast<std::int32_t>(out) + sums[i][j];
-                out = lastBlock ? int8ProductValue(sum, a.sa[row], a.sb[col]) : std::bit_cast<float>(sum);
-              }
+    std::vector<std::int16_t> panel(static_cast<std::size_t>(kc * kPanelColumns));
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t item = 0; item < items; ++item) {
+      const std::int64_t p = item / rowRanges, range = item % rowRanges;
+      const std::int64_t j0 = p * kPanelColumns, columns = std::min<std::int64_t>(kPanelColumns, n - j0);
+      const std::int64_t firstBlock = rowBlocks * range / rowRanges, lastBlock = rowBlocks * (range + 1) / rowRanges;
+      for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
+        const std::int64_t len = std::min(kc, k - k0);
+        const bool firstK = k0 == 0, lastK = k0 + len == k;
+        packPanel(wb.data(), n, k, j0, k0, len, panel.data());
+        for (std::int64_t ib = firstBlock; ib < lastBlock; ++ib) {
+          std::int32_t sums[kMR][kPanelColumns];
+          microSums(wa.data() + ib * kMR * k + k0, k, panel.data(), len / 2, sums);
+          for (int i = 0; i < kMR && ib * kMR + i < m; ++i) {
+            const std::int64_t row = ib * kMR + i;
+            float* out = a.out + row * n + j0;
+            for (std::int64_t j = 0; j < columns; ++j) {
+              // Between blocks of k the output holds the sum so far as int32 bits.
+              const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(out[j]) + sums[i][j];
+              out[j] = lastK ? int8ProductValue(sum, a.sa[row], a.sb[j0 + j]) : std::bit_cast<float>(sum);
+            }
           }
+        }
+      }
     }
   }
 }
