@@ -65,7 +65,7 @@ CUDA_TESTS='*Cuda*.*:*.Cuda*:*.GpuEqualsHost/*'
 NOT_CUDA_NOR_SWEEPS="-$CUDA_TESTS:*OverAllFloats*"
 # The registry's cases of the ops that can take a block a row (as tests/CMakeLists.txt's
 # GIZML_ROW_BLOCK_OPS).
-ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows*:*GpuEqualsHost/modulatedInt8Rows*:*GpuEqualsHost/rowNormRope*:*GpuEqualsHost/groupNorm*:*GpuEqualsHost/pixelNorm*:*GpuEqualsHost/layerNorm_*:*GpuEqualsHost/rmsNorm*'
+ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows_*:*GpuEqualsHost/int8RowsInto_*:*GpuEqualsHost/modulatedInt8Rows*:*GpuEqualsHost/rowNormRope*:*GpuEqualsHost/groupNorm*:*GpuEqualsHost/pixelNorm*:*GpuEqualsHost/layerNorm_*:*GpuEqualsHost/rmsNorm*'
 
 mkdir -p "$LOGDIR"
 

@@ -51,13 +51,13 @@ export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The row ops, pixelNorm and groupNorm (whose second pass is a row kernel; its first is not).
 # pixelNorm's kernel does not read GIZML_CUDA_ROWS_PER_SM, and layerNormGrad, crossEntropyRows and
 # hadamardRows have no block a row: their shares moving between such runs are the noise.
-FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
+FILTER='BM_Copy/(8192/3072|4096/4096|2048/32000)|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows(BF16)?/|HadamardRows|BM_LayerNorm|BM_RmsNorm|CrossEntropyRows|BM_PixelNorm|BM_GroupNorm'
 : > "$LOG"
 status=0
 winners_limit="${ROWS_SWEEP_WINNERS_LIMIT:-90}"
 # The registry's cases of the ops with other forms than their default (tests/CMakeLists.txt's
 # GIZML_ROW_BLOCK_OPS, which ctest's GpuCheckListsTheRowBlockOps compares with this copy).
-ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows*:*GpuEqualsHost/modulatedInt8Rows*:*GpuEqualsHost/rowNormRope*:*GpuEqualsHost/groupNorm*:*GpuEqualsHost/pixelNorm*:*GpuEqualsHost/layerNorm_*:*GpuEqualsHost/rmsNorm*'
+ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows_*:*GpuEqualsHost/int8RowsInto_*:*GpuEqualsHost/modulatedInt8Rows*:*GpuEqualsHost/rowNormRope*:*GpuEqualsHost/groupNorm*:*GpuEqualsHost/pixelNorm*:*GpuEqualsHost/layerNorm_*:*GpuEqualsHost/rmsNorm*'
 total=$((${ROWS_SWEEP_TOTAL:-420} - winners_limit)) start=$SECONDS ran=""
 for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
@@ -72,13 +72,13 @@ for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16
   n="${run#b}" blocks=0 ahead=0 byRows=1 prefetch=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
   if [ "${run#p}" != "$run" ]; then  # only the ops that prefetch, and the copy
-    n="${run#p}" prefetch=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows|BM_LayerNorm|BM_RmsNorm'
+    n="${run#p}" prefetch=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows(BF16)?/|BM_LayerNorm|BM_RmsNorm'
   fi
   if [ "${n#g}" != "$n" ]; then
     ahead="${n#g}" n=0 filter='BM_Copy/8192/3072|BM_GroupNorm'
   fi
   if [ "$run" = s ]; then
-    byRows=0 n=0 filter='BM_Copy/8192/3072|Int8Rows'
+    byRows=0 n=0 filter='BM_Copy/8192/3072|Int8Rows(BF16)?/'
   fi
   head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead GIZML_CUDA_BY_ROWS=$byRows GIZML_CUDA_L2_PREFETCH=$prefetch"
   echo "$head" | tee -a "$LOG"
