@@ -172,8 +172,9 @@ Tensor conditioning(const Model& m, double t) {
   return lazyMatmul(features, m.wTime).silu().residual(m.classes).store();
 }
 
-/// Copies head `h` of rows [r0, r0 + n) of a [rows, heads head] (at column offset `part` heads
-/// head) into to [n, head], or back when `back`.
+/// Copies head `h` of rows [r0, r0 + n) of `rows` (rows of `width` values, the heads' part of each
+/// starting at column `part`) into `to` [n, head], or back from `to` when `back`. (No op permutes
+/// [rows, heads head] to [heads, rows, head]: a copy a row's head.)
 void headRows(const Tensor& rows, std::int64_t width, std::int64_t part, std::int64_t h, std::int64_t head,
               std::int64_t r0, std::int64_t n, const Tensor& to, bool back) {
   const Tensor flat = rows.reshape({rows.numel() / head, head});
