@@ -720,8 +720,9 @@ TEST(Int8RowsProduct, ScalesAsTheyAre) {
 
 TEST(Int8RowsProduct, NoRows) {
   const Tensor q = Tensor::zeros({3, 256}), s = Tensor::zeros({3, 1});
-  EXPECT_EQ(netops::int8RowsProduct(Tensor::zeros({0, 256}), Tensor::zeros({0, 1}), q, s).shape(), (gizml::Shape{0, 3}));
-  EXPECT_EQ(netops::int8RowsProduct(q, s, Tensor::zeros({0, 256}), Tensor::zeros({0, 1})).shape(), (gizml::Shape{3, 0}));
+  const Tensor none = Tensor::zeros({0, 256}), noScales = Tensor::zeros({0, 1});
+  EXPECT_EQ(netops::int8RowsProduct(none, noScales, q, s).shape(), (gizml::Shape{0, 3}));
+  EXPECT_EQ(netops::int8RowsProduct(q, s, none, noScales).shape(), (gizml::Shape{3, 0}));
 }
 
 TEST(Int8RowsProduct, BadInput) {
@@ -761,7 +762,8 @@ TEST(Int8RowsProductCuda, CodesAsInt8RowsGivesThemThere) {
   for (int bits : {8, 4}) {
     SCOPED_TRACE("bits " + std::to_string(bits));
     const auto hx = netops::int8Rows(host(x, {m, k}), bits), hw = netops::int8Rows(host(w, {n, k}), bits);
-    const auto gx = netops::int8Rows(host(x, {m, k}).to(gpu), bits), gw = netops::int8Rows(host(w, {n, k}).to(gpu), bits);
+    const auto gx = netops::int8Rows(host(x, {m, k}).to(gpu), bits);
+    const auto gw = netops::int8Rows(host(w, {n, k}).to(gpu), bits);
     EXPECT_TRUE(sameBits(netops::int8RowsProduct(gx.q, gx.s, gw.q, gw.s).toFloats(),
                          netops::int8RowsProduct(hx.q, hx.s, hw.q, hw.s).toVector<float>()));
   }

@@ -4,8 +4,8 @@
 #          CUDA runtime, libstdc++ and libgcc static, no OpenBLAS benchmark (OpenBLAS alone is ~35 MiB),
 #          and gizml as a shared library: one copy of it (and of its kernels) for all the programs,
 #          where a static one was linked into each test (52 MiB staged with 16 tests, near the limit).
-#   stage: build-gpu/ — only the programs (gizml-check, gizml-decode, gizml-denoise, gizml-train, tests/*_test,
-#          bench/gizml_bench), stripped, the shared libraries they need beyond the C library and the
+#   stage: build-gpu/ — only the programs (gizml-check, gizml-decode, gizml-denoise, gizml-train,
+#          tests/*_test, bench/gizml_bench), stripped, the shared libraries they need beyond the C library and the
 #          driver (in lib/), the test data (tests/data, next to the tests) and a slice of Fashion-MNIST
 #          for gizml-train's short run (data/fashion-mnist: the first 9600 training and 2000 test
 #          images, as gzip'd IDX files like Debian's). At most 55 MiB: what a GPU session can carry.

@@ -21,7 +21,8 @@
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to name the failing launch
 #   gizml-check  every op on the host and the GPU, bits compared
 #   decode loop  gizml-decode's greedy and sampled ids: host (2 threads, 1 thread) = GPU
-#   denoise loop gizml-denoise's latents, images and 8-bit rows: host (2 threads, 1 thread) = GPU
+#   denoise loop gizml-denoise's latents, images, 8-bit rows and products: host (2 threads, 1 thread)
+#                = GPU
 #   training     gizml-train's short run (150 steps of 64 images, on the staged slice of Fashion-MNIST):
 #                the trained weights' SHA-256 on the host (2 threads, 1 thread) = on GPU 0
 #   benchmarks   gizml_bench on GPU 0, short; last, as a timeout there only means "bench incomplete"

@@ -141,7 +141,10 @@ Case modulatedInt8RowsCase(const QuantShape& s, int bits, bool centered, bool wi
 struct ProductShape {
   std::int64_t m, n, k;
   bool typical = false;
-  std::string name() const { return "[" + std::to_string(m) + ", " + std::to_string(k) + "] x [" + std::to_string(n) + ", " + std::to_string(k) + "]"; }
+  std::string name() const {
+    return "[" + std::to_string(m) + ", " + std::to_string(k) + "] x [" + std::to_string(n) + ", " + std::to_string(k) +
+           "]";
+  }
 };
 const ProductShape kProductShapes[] = {{1, 1, 256}, {3, 5, 512}, {64, 64, 256}, {65, 70, 768},
                                        {17, 130, 1024}, {3, 5, 8192}, {128, 256, 3072, true}};
@@ -230,7 +233,8 @@ std::vector<Case> quantCases() {
     cases.push_back(int8RowsProductCase(s, 4, DType::I4));
     cases.push_back(int8RowsProductCase(s, 8, DType::I8, false, true));
   }
-  for (const ProductShape& s : {kProductShapes[3], kProductShapes[6]}) cases.push_back(int8RowsProductCase(s, 8, DType::F32, true));
+  for (const ProductShape& s : {kProductShapes[3], kProductShapes[6]})
+    cases.push_back(int8RowsProductCase(s, 8, DType::F32, true));
   return cases;
 }
 

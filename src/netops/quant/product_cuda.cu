@@ -21,8 +21,8 @@ namespace mma = exact::mma;
 constexpr int kTile = 64, kStepK = 64, kThreads = 128;
 constexpr int kRowBytes = kStepK + 16;  // +16: a warp's fragment loads (8 rows, 4 words) fall on 32 banks
 
-/// The 4 bytes of codes c .. c + 3 of an I4 byte pair's nibbles, as signed bytes: the nibbles of
-/// `word` (8 codes, low nibble first) from nibble `from`.
+/// Four I4 codes as four signed bytes: nibbles from .. from + 3 of `word` (8 codes, low nibble
+/// first), the first in the low byte.
 __device__ __forceinline__ std::uint32_t widenedNibbles(std::uint32_t word, int from) {
   std::uint32_t out = 0;
 #pragma unroll
@@ -54,7 +54,8 @@ __device__ __forceinline__ TileChunks fetchTile(const void* q, Codes codes, std:
   } else {  // I4: 2 chunks a row
     const int r = tid / 2, c = tid % 2;
     if (r0 + r < rows)
-      t.chunk[0] = *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(q) + ((r0 + r) * k + k0) / 2 + 16 * c);
+      t.chunk[0] =
+          *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(q) + ((r0 + r) * k + k0) / 2 + 16 * c);
   }
   return t;
 }

@@ -225,7 +225,8 @@ void checkProduct(const char* fn, const Tensor& qa, const Tensor& sa, const Tens
   checkCodeRows(fn, "qa", qa, "sa", sa);
   checkCodeRows(fn, "qb", qb, "sb", sb);
   if (qb.dim(1) != qa.dim(1))
-    fail(fn, "qb", "expected rows of qa's " + std::to_string(qa.dim(1)) + " codes, got shape " + shapeString(qb.shape()));
+    fail(fn, "qb",
+         "expected rows of qa's " + std::to_string(qa.dim(1)) + " codes, got shape " + shapeString(qb.shape()));
   detail::requireSameDevice(fn, {{"qa", &qa}, {"sa", &sa}, {"qb", &qb}, {"sb", &sb}});
 }
 
