@@ -747,11 +747,23 @@ TEST(Int8RowsProduct, BadInput) {
   const char* into = "gizml::netops::int8RowsProductInto";
   Tensor out = host(std::vector<float>(4, 7.0f), {2, 2});
   expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor::zeros({2, 3})); }, into, "out");
-  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor::zeros({2, 2}, DType::BF16)); }, into, "out");
+  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor::zeros({2, 2}, DType::F16)); }, into, "out");
+  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor()); }, into, "out");
   expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, host(v, {2, 256}), s, out); }, into, "qb");
   EXPECT_EQ(out.toVector<float>(), std::vector<float>(4, 7.0f)) << "a failed check wrote out";
   netops::int8RowsProductInto(q, s, q, s, out);
   EXPECT_TRUE(sameBits(out.toVector<float>(), netops::int8RowsProduct(q, s, q, s).toVector<float>()));
+}
+
+TEST(Int8RowsProduct, Bf16OutputIsTheF32ValueRoundedOnce) {
+  // k = 8192 spans several of the host's blocks of k for an F32 output; a BF16 one takes all of k
+  // in one block: the same sums.
+  const std::int64_t m = 13, n = 70, k = 8192;
+  const Tensor qa = codeRows(Key{26, 1}, m, k, -128, 127), qb = codeRows(Key{26, 2}, n, k, -8, 7);
+  const Tensor sa = scaleRows(Key{26, 3}, m), sb = scaleRows(Key{26, 4}, n);
+  Tensor out = Tensor::zeros({m, n}, DType::BF16);
+  netops::int8RowsProductInto(qa, sa, qb.to(DType::I4), sb, out);
+  EXPECT_TRUE(sameBits(out.toFloats(), netops::int8RowsProduct(qa, sa, qb, sb).to(DType::BF16).toFloats()));
 }
 
 TEST(Int8RowsProductCuda, CodesAsInt8RowsGivesThemThere) {

@@ -166,20 +166,21 @@ Tensor productScales(Key key, std::int64_t rows) {
   return host(v, {rows, 1});
 }
 
-/// int8RowsProduct (int8RowsProductInto where `into`) at `bits` a code, the codes held as `codes`
-/// on every device, or (DType::F32) as int8Rows gives them: F32 on the host, I8 / I4 on a GPU.
-/// `mixed`: qb 4-bit (I4) whatever qa is.
-Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, bool into = false, bool mixed = false) {
+/// int8RowsProduct (int8RowsProductInto where `into`, into an `out` of dtype outDType) at `bits` a
+/// code, the codes held as `codes` on every device, or (DType::F32) as int8Rows gives them: F32 on
+/// the host, I8 / I4 on a GPU. `mixed`: qb 4-bit (I4) whatever qa is.
+Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, bool into = false, bool mixed = false,
+                         DType outDType = DType::F32) {
   Case c{.op = into ? "int8RowsProductInto" : "int8RowsProduct",
          .name = s.name() + " bits " + std::to_string(bits) + (codes == DType::F32 ? "" : " " + dtypeName(codes)) +
-                 (mixed ? ", qb I4" : "")};
-  c.typical = s.typical && bits == 8 && codes == DType::F32 && !mixed;
+                 (mixed ? ", qb I4" : "") + (outDType == DType::F32 ? "" : ", out " + dtypeName(outDType))};
+  c.typical = s.typical && bits == 8 && codes == DType::F32 && !mixed && outDType == DType::F32;
   c.inputs = [s, bits, mixed] {
     const auto seed = static_cast<std::uint32_t>(s.m * 1000 + s.n);
     return Tensors{productCodes(Key{7, seed}, s.m, s.k, bits), productScales(Key{8, seed}, s.m),
                    productCodes(Key{9, seed}, s.n, s.k, mixed ? 4 : bits), productScales(Key{10, seed}, s.n)};
   };
-  c.run = [bits, codes, into, mixed](const Tensors& in) {
+  c.run = [bits, codes, into, mixed, outDType](const Tensors& in) {
     const bool onHost = in[0].device().isHost();
     const auto held = [&](const Tensor& q, int b) {
       const DType want = codes != DType::F32 ? codes : onHost ? DType::F32 : b == 8 ? DType::I8 : DType::I4;
@@ -187,16 +188,16 @@ Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, bool into
     };
     const Tensor qa = held(in[0], bits), qb = mixed ? in[2].to(DType::I4) : held(in[2], bits);
     if (!into) return Tensors{netops::int8RowsProduct(qa, in[1], qb, in[3])};
-    Tensors out{Tensor::empty({in[0].dim(0), in[2].dim(0)}, DType::F32, in[0].device())};
+    Tensors out{Tensor::empty({in[0].dim(0), in[2].dim(0)}, outDType, in[0].device())};
     netops::int8RowsProductInto(qa, in[1], qb, in[3], out[0]);
     return out;
   };
-  c.reference = [](const Tensors& in) {
+  c.reference = [outDType](const Tensors& in) {
     const std::int64_t m = in[0].dim(0), n = in[2].dim(0), k = in[0].dim(1);
     std::vector<float> out(m * n);
     ref::int8RowsProduct(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(),
                          valuesOf(in[3]).data(), m, n, k, out.data());
-    return Tensors{host(out, {m, n})};
+    return Tensors{host(out, {m, n}).to(outDType)};  // BF16: the F32 value rounded once
   };
   c.outputNames = {"out"};
   c.cut = {{{0, 1}, {1, 1}}, {{0, 1}}};  // a row of qa (and its scale) alone: that row of out
@@ -235,6 +236,8 @@ std::vector<Case> quantCases() {
   }
   for (const ProductShape& s : {kProductShapes[3], kProductShapes[6]})
     cases.push_back(int8RowsProductCase(s, 8, DType::F32, true));
+  for (const ProductShape& s : {kProductShapes[3], kProductShapes[5]})  // [3, 8192]: all of k in one block
+    cases.push_back(int8RowsProductCase(s, 8, DType::I8, true, false, DType::BF16));
   return cases;
 }
 

@@ -64,8 +64,9 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
 /// 130816, which keeps every sum within int32. Scales are used as they are: an inf or NaN scale
 /// gives inf or NaN products (0 * inf = NaN). Every argument on one device.
 Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb);
-/// int8RowsProduct into out (F32 [m, n], on the operands' device; not overlapping them). Nothing
-/// is written when an argument is wrong.
+/// int8RowsProduct into out ([m, n] on the operands' device, not overlapping them): F32, or BF16
+/// (each value rounded once, to nearest even, as a W8A8 layer hands its output on). Nothing is
+/// written when an argument is wrong.
 void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out);
 
 }  // namespace gizml::netops

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "exact/convert.hpp"
 #include "exact/hd.hpp"
 #include "gizml/gpu.hpp"
 #include "netops/quant/quant.hpp"
@@ -35,9 +36,9 @@ GIZML_HD std::int64_t codeRowBytes(Codes codes, std::int64_t k) {
   return codes == Codes::F32 ? 4 * k : codes == Codes::I8 ? k : k / 2;
 }
 
-/// out [m, n] F32 = int8ProductValue(Σ_p a[i, p] b[j, p], sa[i], sb[j]); a [m, k] and b [n, k]
-/// codes, k a positive multiple of 256 up to kMostProductK (checked by the public function, which
-/// also checks F32 codes are integers in [-128, 127]).
+/// out [m, n] = int8ProductValue(Σ_p a[i, p] b[j, p], sa[i], sb[j]), F32 or (outBF16) rounded once
+/// to BF16; a [m, k] and b [n, k] codes, k a positive multiple of 256 up to kMostProductK (checked
+/// by the public function, which also checks F32 codes are integers in [-128, 127]).
 struct Int8RowsProduct {
   static constexpr const char* kName = "gizml::netops::int8RowsProduct";
   struct Args {
@@ -48,8 +49,14 @@ struct Int8RowsProduct {
     Codes bCodes;
     const float* sb;
     std::int64_t m, n, k;
-    float* out;
+    void* out;  // F32, or BF16 where outBF16
+    bool outBF16;
   };
+  /// Stores element `at` of out.
+  GIZML_HD static void store(const Args& a, std::int64_t at, float value) {
+    if (a.outBF16) static_cast<std::uint16_t*>(a.out)[at] = exact::floatToBF16(value);
+    else static_cast<float*>(a.out)[at] = value;
+  }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };

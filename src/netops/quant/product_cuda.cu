@@ -140,13 +140,17 @@ __global__ void __launch_bounds__(kThreads) productKernel(const Int8RowsProduct:
     cur ^= 1;
   }
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+  // Unrolled whole, so that acc stays in registers (indexed at run time it went to local memory).
+#pragma unroll
   for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
     for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const mma::RowCol at = mma::fragmentC16x8(lane, i);
         const std::int64_t row = m0 + wm * 32 + mi * 16 + at.row, col = n0 + wn * 32 + ni * 8 + at.col;
-        if (row < a.m && col < a.n) a.out[row * a.n + col] = int8ProductValue(acc[mi][ni][i], a.sa[row], a.sb[col]);
+        if (row < a.m && col < a.n)
+          Int8RowsProduct::store(a, row * a.n + col, int8ProductValue(acc[mi][ni][i], a.sa[row], a.sb[col]));
       }
 }
 

@@ -136,9 +136,11 @@ void Int8RowsProduct::host(const Args& a) {
   const std::int64_t rowBlocks = (m + kMR - 1) / kMR, panels = (n + kPanelColumns - 1) / kPanelColumns;
   const std::vector<std::int16_t> wa = widened(a.a, a.aCodes, m, k, rowBlocks * kMR);
   const std::vector<std::int16_t> wb = widened(a.b, a.bCodes, n, k, n);
-  // kc: a micro-panel of kc values a quarter of L2 (a multiple of 256, at least 256).
+  // kc: a micro-panel of kc values a quarter of L2 (a multiple of 256, at least 256). A BF16
+  // output cannot hold a sum between blocks of k: one block of all k.
   const std::int64_t panelBytesPerValue = 2 * kPanelColumns;
-  const std::int64_t kc = std::clamp<std::int64_t>((detail::caches().l2 / 4) / panelBytesPerValue / 256 * 256, 256, k);
+  const std::int64_t kc =
+      a.outBF16 ? k : std::clamp<std::int64_t>((detail::caches().l2 / 4) / panelBytesPerValue / 256 * 256, 256, k);
   // Items: (panel, range of row blocks), some 4 a thread where the panels alone are fewer.
   const int threads = omp_get_max_threads();
   const std::int64_t rowRanges = std::clamp<std::int64_t>((4 * threads + panels - 1) / panels, 1, rowBlocks);
@@ -160,11 +162,12 @@ void Int8RowsProduct::host(const Args& a) {
           microSums(wa.data() + ib * kMR * k + k0, k, panel.data(), len / 2, sums);
           for (int i = 0; i < kMR && ib * kMR + i < m; ++i) {
             const std::int64_t row = ib * kMR + i;
-            float* out = a.out + row * n + j0;
+            // Between blocks of k the (F32) output holds the sum so far as int32 bits.
+            float* held = static_cast<float*>(a.out) + row * n + j0;
             for (std::int64_t j = 0; j < columns; ++j) {
-              // Between blocks of k the output holds the sum so far as int32 bits.
-              const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(out[j]) + sums[i][j];
-              out[j] = lastK ? int8ProductValue(sum, a.sa[row], a.sb[j0 + j]) : std::bit_cast<float>(sum);
+              const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(held[j]) + sums[i][j];
+              if (lastK) store(a, row * n + j0 + j, int8ProductValue(sum, a.sa[row], a.sb[j0 + j]));
+              else held[j] = std::bit_cast<float>(sum);
             }
           }
         }
@@ -233,7 +236,8 @@ void checkProduct(const char* fn, const Tensor& qa, const Tensor& sa, const Tens
 void productRun(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out) {
   detail::run<quant::Int8RowsProduct>(detail::gpuOf(qa),
                                       {qa.raw(), productCodesOf(qa), sa.data<float>(), qb.raw(), productCodesOf(qb),
-                                       sb.data<float>(), qa.dim(0), qb.dim(0), qa.dim(1), out.data<float>()});
+                                       sb.data<float>(), qa.dim(0), qb.dim(0), qa.dim(1), out.raw(),
+                                       out.dtype() == DType::BF16});
 }
 
 }  // namespace
@@ -249,7 +253,9 @@ Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, con
 void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out) {
   const char* fn = "gizml::netops::int8RowsProductInto";
   checkProduct(fn, qa, sa, qb, sb);
-  detail::requireDType(fn, "out", out, DType::F32);
+  detail::requireDefined(fn, "out", out);
+  if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
+    fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
   detail::requireShape(fn, "out", out, {qa.dim(0), qb.dim(0)});
   detail::requireSameDevice(fn, {{"qa", &qa}, {"out", &out}});
   productRun(qa, sa, qb, sb, out);
