@@ -83,10 +83,7 @@ double loadAsDouble(const void* base, DType d, std::int64_t i) {
     case DType::F16: return exact::f16ToFloat(reinterpret_cast<const std::uint16_t*>(b)[i]);
     case DType::E4M3: return exact::e4m3ToFloat(b[i]);
     case DType::I8: return reinterpret_cast<const std::int8_t*>(b)[i];
-    case DType::I4: {
-      int nibble = (b[i / 2] >> ((i % 2) * 4)) & 0xf;
-      return nibble >= 8 ? nibble - 16 : nibble;
-    }
+    case DType::I4: return exact::i4Value(b[i / 2] >> ((i % 2) * 4));
     case DType::I32: return reinterpret_cast<const std::int32_t*>(b)[i];
     case DType::I64: return static_cast<double>(reinterpret_cast<const std::int64_t*>(b)[i]);
     case DType::U8: return b[i];

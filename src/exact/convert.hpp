@@ -105,6 +105,8 @@ GIZML_HD std::uint8_t floatToE4M3(float x) {
   float rounded = (scaled + 8388608.0f) - 8388608.0f;
   return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(rounded));
 }
+/// An I4 value from its nibble (the low 4 bits of `nibble`): two's complement, -8 ... 7.
+GIZML_HD int i4Value(unsigned nibble) { return static_cast<int>((nibble & 15u) ^ 8u) - 8; }
 GIZML_HD float e4m3ToFloat(std::uint8_t v) {
   std::uint32_t sign = (static_cast<std::uint32_t>(v) & 0x80u) << 24;
   std::uint32_t e = (v >> 3) & 0xfu;

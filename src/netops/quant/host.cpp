@@ -470,15 +470,10 @@ void checkBits(const char* fn, int bits) {
   if (bits != 8 && bits != 4) fail(fn, "bits", "expected 8 or 4, got " + std::to_string(bits));
 }
 
-/// How q holds its codes: F32 integers, I8, or I4.
-quant::Codes codesOf(const Tensor& q) {
-  return q.dtype() == DType::F32 ? quant::Codes::F32 : q.dtype() == DType::I8 ? quant::Codes::I8 : quant::Codes::I4;
-}
-
 void int8RowsRun(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
   const float maxCode = bits == 8 ? 127.0f : 7.0f;
-  detail::run<quant::Int8Rows>(detail::gpuOf(x),
-                               {blockRowsOf(x), maxCode, -(maxCode + 1.0f), maxCode, codesOf(q), q.raw(), s.data<float>()});
+  detail::run<quant::Int8Rows>(detail::gpuOf(x), {blockRowsOf(x), maxCode, -(maxCode + 1.0f), maxCode,
+                                                  quant::codesOf(q.dtype()), q.raw(), s.data<float>()});
 }
 
 }  // namespace
@@ -543,7 +538,8 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
     norm.yBF16 = y.data<std::uint16_t>();
   }
   const float maxCode = bits == 8 ? 127.0f : 7.0f;
-  detail::run<quant::ModulatedInt8Rows>(detail::gpuOf(x), {norm, maxCode, -(maxCode + 1.0f), maxCode, codesOf(q), q.raw(),
+  detail::run<quant::ModulatedInt8Rows>(detail::gpuOf(x), {norm, maxCode, -(maxCode + 1.0f), maxCode,
+                                                          quant::codesOf(q.dtype()), q.raw(),
                                                           s.data<float>(), norm.rows, norm.n, norm.mods});
 }
 

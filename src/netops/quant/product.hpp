@@ -28,8 +28,7 @@ GIZML_HD int codeAt(const void* row, Codes codes, std::int64_t p) {
   if (codes == Codes::F32) return static_cast<int>(static_cast<const float*>(row)[p]);
   if (codes == Codes::I8) return static_cast<const std::int8_t*>(row)[p];
   const unsigned byte = static_cast<const std::uint8_t*>(row)[p / 2];
-  const unsigned nibble = p % 2 == 0 ? byte & 15u : byte >> 4;
-  return static_cast<int>(nibble ^ 8u) - 8;  // the nibble's two's complement
+  return exact::i4Value(p % 2 == 0 ? byte : byte >> 4);
 }
 /// The bytes of a row of k codes.
 GIZML_HD std::int64_t codeRowBytes(Codes codes, std::int64_t k) {

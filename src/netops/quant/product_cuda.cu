@@ -26,10 +26,8 @@ constexpr int kRowBytes = kStepK + 16;  // +16: a warp's fragment loads (8 rows,
 __device__ __forceinline__ std::uint32_t widenedNibbles(std::uint32_t word, int from) {
   std::uint32_t out = 0;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const std::uint32_t nibble = (word >> (4 * (from + i))) & 15u;
-    out |= ((nibble ^ 8u) - 8u & 0xffu) << (8 * i);  // the nibble's two's complement, as a byte
-  }
+  for (int i = 0; i < 4; ++i)  // each value's low byte: its two's complement as a signed byte
+    out |= (static_cast<std::uint32_t>(exact::i4Value(word >> (4 * (from + i)))) & 0xffu) << (8 * i);
   return out;
 }
 

@@ -220,10 +220,6 @@ void checkCodeRows(const char* fn, const char* qName, const Tensor& q, const cha
            std::to_string(i % k) + "]");
 }
 
-quant::Codes productCodesOf(const Tensor& q) {
-  return q.dtype() == DType::F32 ? quant::Codes::F32 : q.dtype() == DType::I8 ? quant::Codes::I8 : quant::Codes::I4;
-}
-
 void checkProduct(const char* fn, const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb) {
   checkCodeRows(fn, "qa", qa, "sa", sa);
   checkCodeRows(fn, "qb", qb, "sb", sb);
@@ -235,9 +231,9 @@ void checkProduct(const char* fn, const Tensor& qa, const Tensor& sa, const Tens
 
 void productRun(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out) {
   detail::run<quant::Int8RowsProduct>(detail::gpuOf(qa),
-                                      {qa.raw(), productCodesOf(qa), sa.data<float>(), qb.raw(), productCodesOf(qb),
-                                       sb.data<float>(), qa.dim(0), qb.dim(0), qa.dim(1), out.raw(),
-                                       out.dtype() == DType::BF16});
+                                      {qa.raw(), quant::codesOf(qa.dtype()), sa.data<float>(), qb.raw(),
+                                       quant::codesOf(qb.dtype()), sb.data<float>(), qa.dim(0), qb.dim(0), qa.dim(1),
+                                       out.raw(), out.dtype() == DType::BF16});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "exact/hadamard.hpp"
 #include "exact/hd.hpp"
 #include "exact/row16.hpp"
+#include "gizml/dtype.hpp"
 #include "gizml/gpu.hpp"
 #include "netops/norms/norms.hpp"
 
@@ -103,6 +104,8 @@ struct HadamardRows {
 /// How int8Rows stores its codes: F32 integers (the host), I8 or I4 (two a byte, low nibble
 /// first; a GPU).
 enum class Codes { F32, I8, I4 };
+/// The Codes of a tensor of codes of dtype d (F32, I8 or I4; the ops check which they take).
+inline Codes codesOf(DType d) { return d == DType::F32 ? Codes::F32 : d == DType::I8 ? Codes::I8 : Codes::I4; }
 
 /// Per row: y = the transform of each 256-block; s = int8Scale(max|y|); q = int8Code(y, s). The
 /// codes need the row's maximum first, so the row is walked twice; a half-warp keeps no y and
