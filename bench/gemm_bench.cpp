@@ -225,17 +225,24 @@ void BM_Paired_ConvTranspose1d(benchmark::State& state) {
 }
 
 // int8RowsProduct (W8A8: the codes and scales of int8Rows, made outside the timing) against
-// OpenBLAS's F32 product of the same shape: what the exact 8-bit product buys over the float one.
+// OpenBLAS's F32 product of the same shape (its matrix-vector product for one row): what the exact
+// 8-bit product buys over the float one.
 void BM_Paired_Int8RowsProduct(benchmark::State& state) {
   const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   Tensor x = Tensor::normal(Key{14, 14}, {m, k}), w = Tensor::normal(Key{15, 15}, {n, k});
+  // The weights' codes as a layer stores them (I8); the activations' as int8Rows gives them here.
   const auto qx = gizml::netops::int8Rows(x), qw = gizml::netops::int8Rows(w);
+  const Tensor qwI8 = qw.q.to(gizml::DType::I8);
   Tensor out = Tensor::empty({m, n}), out2 = Tensor::empty({m, n});
   paired(
-      state, gemmFlops(m, n, k), [&] { gizml::netops::int8RowsProductInto(qx.q, qx.s, qw.q, qw.s, out); },
+      state, gemmFlops(m, n, k), [&] { gizml::netops::int8RowsProductInto(qx.q, qx.s, qwI8, qw.s, out); },
       [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data<float>(), k, w.data<float>(), k,
-                    0.0f, out2.data<float>(), n);
+        if (m == 1)
+          cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w.data<float>(), k, x.data<float>(), 1, 0.0f,
+                      out2.data<float>(), 1);
+        else
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x.data<float>(), k, w.data<float>(), k,
+                      0.0f, out2.data<float>(), n);
       });
 }
 
@@ -336,6 +343,9 @@ void registerAll() {
   pair("BM_Paired_ConvTranspose1d", BM_Paired_ConvTranspose1d, {2048, 256, 256, 4}, 31);
   pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {512, 3072, 3072}, 15);
   pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {2048, 2048, 2048}, 15);
+  // Few rows: a decoding step (one token, or a few sequences' tokens) through a W8A8 layer.
+  pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {1, 3072, 3072}, 201);
+  pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {4, 3072, 3072}, 201);
 }
 
 /// Holds OpenBLAS to GIZML_BENCH_OPENBLAS_CORETYPE when that is set, else to its own choice: sets

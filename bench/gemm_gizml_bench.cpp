@@ -50,7 +50,7 @@ void gemmShapes(benchmark::internal::Benchmark* b) {
   }
 }
 void int8ProductShapes(benchmark::internal::Benchmark* b) {
-  b->Args({512, 3072, 3072});
+  b->Args({1, 3072, 3072})->Args({512, 3072, 3072});  // a decoding step's one row, and many
   if (benchDevice().isCuda()) b->Args({8192, 3072, 3072});
 }
 void convShapes(benchmark::internal::Benchmark* b) {

@@ -146,8 +146,12 @@ struct ProductShape {
            "]";
   }
 };
-const ProductShape kProductShapes[] = {{1, 1, 256}, {3, 5, 512}, {64, 64, 256}, {65, 70, 768},
-                                       {17, 130, 1024}, {3, 5, 8192}, {128, 256, 3072, true}};
+// The host has two forms (product_host.cpp): few rows of a (at most 96 with AVX-512, 32 with
+// AVX2) take the dot products, more the panels; [7, 6] cuts both of the dot form's blocks, and
+// every kind of code and output runs in both forms at 8192 (the panels' blocks of k) and below.
+const ProductShape kProductShapes[] = {{1, 1, 256},    {3, 5, 512},     {7, 6, 512},    {64, 64, 256},
+                                       {65, 70, 768},  {100, 70, 768},  {17, 130, 1024}, {3, 5, 8192},
+                                       {100, 5, 8192}, {128, 256, 3072, true}};
 
 Tensor productCodes(Key key, std::int64_t rows, std::int64_t k, int bits) {
   const float most = bits == 8 ? 128.0f : 8.0f;
@@ -228,15 +232,17 @@ std::vector<Case> quantCases() {
   cases.push_back(int8RowsCase(kLongRows, 4, false, DType::BF16));
   cases.push_back(modulatedInt8RowsCase(kLongRows, 8, true, true));
   for (const ProductShape& s : kProductShapes) cases.push_back(int8RowsProductCase(s, 8, DType::F32));
-  for (const ProductShape& s : {kProductShapes[1], kProductShapes[3], kProductShapes[5]}) {
+  for (const ProductShape& s : {kProductShapes[1], kProductShapes[2], kProductShapes[4], kProductShapes[5],
+                                kProductShapes[7], kProductShapes[8]}) {
     cases.push_back(int8RowsProductCase(s, 8, DType::I8));
     cases.push_back(int8RowsProductCase(s, 4, DType::F32));
     cases.push_back(int8RowsProductCase(s, 4, DType::I4));
     cases.push_back(int8RowsProductCase(s, 8, DType::I8, false, true));
   }
-  for (const ProductShape& s : {kProductShapes[3], kProductShapes[6]})
+  for (const ProductShape& s : {kProductShapes[4], kProductShapes[9]})
     cases.push_back(int8RowsProductCase(s, 8, DType::F32, true));
-  for (const ProductShape& s : {kProductShapes[3], kProductShapes[5]})  // [3, 8192]: all of k in one block
+  // BF16 out: the panels then take all of k in one block.
+  for (const ProductShape& s : {kProductShapes[4], kProductShapes[5], kProductShapes[7], kProductShapes[8]})
     cases.push_back(int8RowsProductCase(s, 8, DType::I8, true, false, DType::BF16));
   return cases;
 }

@@ -1,15 +1,18 @@
 // int8RowsProduct on the host, and the public functions (checks, outputs, dispatch).
 //
 // An integer sum is exact in any order, so how the work is cut changes no bit: the lanes, the
-// blocks of k, the threads' split. The operands are widened to 16-bit integers first (a's rows
-// padded with zero rows to the register block). The micro-kernel is the outer-product form of
-// the F32 GEMMs, on pairs: MR rows of a times a micro-panel of NV vectors of b's columns, each
-// 32-bit lane of a vector one column's pair (b[j][p], b[j][p + 1]); a's pair (a[i][p], a[i][p + 1])
-// broadcast to every lane, one vpdpwssd (AVX-512 VNNI; vpmaddwd + vpaddd without it, or on AVX2)
-// adds both products to a column's sum. MR x NV vectors of sums stay in registers over a block of
-// kc values of k; the micro-panel (packed a block of k at a time, kc x 16 NV x 2 bytes, a quarter
-// of L2, sized from the caches read at run time) stays in L2 while a's rows stream past. Between
-// blocks of k the sums wait in the output's memory as int32 bits; the last block converts them
+// blocks of k, the threads' split. Two forms, by a's rows. Few (decoding: a token, or a few
+// sequences' tokens): dot products, each of b's rows read once as it is stored and widened in
+// registers against a few of a's rows widened beforehand (dotProduct). More: panels. The operands
+// are widened to 16-bit integers first (a's rows padded with zero rows to the register block), then
+// packed a micro-panel at a time; the micro-kernel is the outer-product form of the F32 GEMMs, on
+// pairs: MR rows of a times a micro-panel of NV vectors of b's columns, each 32-bit lane of a
+// vector one column's pair (b[j][p], b[j][p + 1]); a's pair (a[i][p], a[i][p + 1]) broadcast to
+// every lane, one vpdpwssd (AVX-512 VNNI; vpmaddwd + vpaddd without it, or on AVX2) adds both
+// products to a column's sum. MR x NV vectors of sums stay in registers over a block of kc values
+// of k; the micro-panel (packed a block of k at a time, kc x 16 NV x 2 bytes, a quarter of L2,
+// sized from the caches read at run time) stays in L2 while a's rows stream past. Between blocks of
+// k the sums wait in the output's memory as int32 bits; the last block converts them
 // (int8ProductValue, the formula the GPU shares). Work items are (micro-panel, range of rows),
 // taken by the threads in any order; they meet only at the end.
 #include <immintrin.h>
@@ -46,6 +49,25 @@ inline Lanes broadcastPair(const std::int16_t* p) {
   std::memcpy(&pair, p, 4);
   return _mm512_set1_epi32(pair);
 }
+/// Codes p, p + 1, ..., p + 2 kLanes - 1 of a row as stored, widened to 16 bits in order.
+inline Lanes codesAt(const void* row, Codes codes, std::int64_t p) {
+  if (codes == Codes::I8) return _mm512_cvtepi8_epi16(_mm256_loadu_si256(static_cast<const __m256i*>(row) + p / 32));
+  if (codes == Codes::F32) {
+    const float* f = static_cast<const float*>(row) + p;
+    const __m256i low = _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(_mm512_loadu_ps(f)));
+    const __m256i high = _mm512_cvtepi32_epi16(_mm512_cvttps_epi32(_mm512_loadu_ps(f + 16)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  }
+  // I4: 16 bytes, each two codes (low nibble first), interleaved into 32 nibbles, widened, and
+  // each nibble's sign bit extended: (v ^ 8) - 8.
+  const __m128i bytes = _mm_loadu_si128(static_cast<const __m128i*>(row) + p / 32);
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  const __m128i low = _mm_and_si128(bytes, nibble), high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+  const __m512i v = _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(low, high), _mm_unpacklo_epi8(low, high)));
+  const __m512i eight = _mm512_set1_epi16(8);
+  return _mm512_sub_epi16(_mm512_xor_si512(v, eight), eight);
+}
+inline std::int32_t laneSum(Lanes v) { return _mm512_reduce_add_epi32(v); }
 inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) {
 #if defined(__AVX512VNNI__)
   return _mm512_dpwssd_epi32(acc, a, b);
@@ -63,6 +85,31 @@ inline Lanes broadcastPair(const std::int16_t* p) {
   std::int32_t pair;
   std::memcpy(&pair, p, 4);
   return _mm256_set1_epi32(pair);
+}
+/// Codes p, p + 1, ..., p + 2 kLanes - 1 of a row as stored, widened to 16 bits in order.
+inline Lanes codesAt(const void* row, Codes codes, std::int64_t p) {
+  if (codes == Codes::I8) return _mm256_cvtepi8_epi16(_mm_loadu_si128(static_cast<const __m128i*>(row) + p / 16));
+  if (codes == Codes::F32) {
+    const float* f = static_cast<const float*>(row) + p;
+    // packs interleaves its operands' 128-bit halves; the permute puts the codes back in order.
+    const __m256i packed = _mm256_packs_epi32(_mm256_cvttps_epi32(_mm256_loadu_ps(f)),
+                                              _mm256_cvttps_epi32(_mm256_loadu_ps(f + 8)));
+    return _mm256_permute4x64_epi64(packed, 0xD8);
+  }
+  // I4: 8 bytes, each two codes (low nibble first), interleaved into 16 nibbles, widened, and
+  // each nibble's sign bit extended: (v ^ 8) - 8.
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const std::uint8_t*>(row) + p / 2));
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  const __m128i low = _mm_and_si128(bytes, nibble), high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+  const __m256i v = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(low, high));
+  const __m256i eight = _mm256_set1_epi16(8);
+  return _mm256_sub_epi16(_mm256_xor_si256(v, eight), eight);
+}
+inline std::int32_t laneSum(Lanes v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
 }
 inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
 #endif
@@ -128,11 +175,71 @@ inline void microSums(const std::int16_t* a, std::int64_t k, const std::int16_t*
     for (int v = 0; v < kNV; ++v) storeLanes(sums[i] + v * kLanes, acc[i][v]);
 }
 
+/// The dot-product form, for few rows of a (decoding: a token, or a few sequences' tokens), where
+/// the panels would cost more than they save: b's rows read once, as they are stored (no widened
+/// copy, no panels), kDotColumns of them at a time against R widened rows of a, a sum in each lane
+/// of each accumulator, its lanes added at the end (integers: any order).
+/// kMostDotRows: up to how many rows of a the dot form is faster, measured on [m, 3072] x [3072,
+/// 3072] with I8 weights (AMD Zen 5, 2 threads; the panels then widen all of b for each call).
+#if defined(__AVX512BW__)
+constexpr int kDotRows = 4, kDotColumns = 4;  // 16 sums + 4 of b + 1 of a: 21 of 32 registers
+constexpr std::int64_t kMostDotRows = 96;     // 4.0 ms against 4.3 at 96 rows, 5.5 against 5.0 at 128
+#else
+constexpr int kDotRows = 2, kDotColumns = 4;  // 8 sums + 4 of b + 1 of a: 13 of 16 registers
+constexpr std::int64_t kMostDotRows = 32;     // 4.0 ms against 4.2 at 32 rows, 5.8 against 5.0 at 48
+#endif
+
+template <int R>
+void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64_t i0, std::int64_t j0) {
+  const std::int64_t k = a.k;
+  const void* b[kDotColumns];
+  const int columns = static_cast<int>(std::min<std::int64_t>(kDotColumns, a.n - j0));
+  // Past n, the last row again (its sums are not stored): every accumulator does the same work.
+  for (int c = 0; c < kDotColumns; ++c)
+    b[c] = static_cast<const std::uint8_t*>(a.b) + codeRowBytes(a.bCodes, k) * (j0 + std::min(c, columns - 1));
+  Lanes acc[R][kDotColumns];
+  for (auto& row : acc)
+    for (auto& v : row) v = zeroLanes();
+  for (std::int64_t p = 0; p < k; p += 2 * kLanes) {
+    Lanes bv[kDotColumns];
+#pragma GCC unroll 4
+    for (int c = 0; c < kDotColumns; ++c) bv[c] = codesAt(b[c], a.bCodes, p);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const Lanes ai = loadLanes(wa + (i0 + i) * k + p);
+#pragma GCC unroll 4
+      for (int c = 0; c < kDotColumns; ++c) acc[i][c] = pairDot(acc[i][c], ai, bv[c]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < columns; ++c) {
+      const std::int64_t row = i0 + i, column = j0 + c;
+      Int8RowsProduct::store(a, row * a.n + column, int8ProductValue(laneSum(acc[i][c]), a.sa[row], a.sb[column]));
+    }
+}
+
+/// dotBlock of R = rows (1 to R).
+template <int R>
+void dotRows(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64_t i0, std::int64_t j0, std::int64_t rows) {
+  if (rows == R) dotBlock<R>(a, wa, i0, j0);
+  else if constexpr (R > 1) dotRows<R - 1>(a, wa, i0, j0, rows);
+}
+
+void dotProduct(const Int8RowsProduct::Args& a) {
+  const std::vector<std::int16_t> wa = widened(a.a, a.aCodes, a.m, a.k, a.m);
+  const std::int64_t groups = (a.n + kDotColumns - 1) / kDotColumns;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t g = 0; g < groups; ++g)
+    for (std::int64_t i0 = 0; i0 < a.m; i0 += kDotRows)
+      dotRows<kDotRows>(a, wa.data(), i0, g * kDotColumns, std::min<std::int64_t>(kDotRows, a.m - i0));
+}
+
 }  // namespace
 
 void Int8RowsProduct::host(const Args& a) {
   const std::int64_t m = a.m, n = a.n, k = a.k;
   if (m == 0 || n == 0) return;
+  if (m <= kMostDotRows) return dotProduct(a);
   const std::int64_t rowBlocks = (m + kMR - 1) / kMR, panels = (n + kPanelColumns - 1) / kPanelColumns;
   const std::vector<std::int16_t> wa = widened(a.a, a.aCodes, m, k, rowBlocks * kMR);
   const std::vector<std::int16_t> wb = widened(a.b, a.bCodes, n, k, n);
