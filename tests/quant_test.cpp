@@ -750,6 +750,11 @@ TEST(Int8RowsProduct, BadInput) {
   expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor::zeros({2, 2}, DType::F16)); }, into, "out");
   expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, Tensor()); }, into, "out");
   expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, host(v, {2, 256}), s, out); }, into, "qb");
+  // A bias: F32 [n] (n = qb's rows).
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q, s, Tensor::zeros({3})); }, fn, "bias", "[2]");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q, s, Tensor::zeros({1, 2})); }, fn, "bias");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q, s, Tensor::zeros({2}, DType::BF16)); }, fn, "bias");
+  expectThrowsNaming([&] { netops::int8RowsProductInto(q, s, q, s, out, Tensor::zeros({3})); }, into, "bias");
   EXPECT_EQ(out.toVector<float>(), std::vector<float>(4, 7.0f)) << "a failed check wrote out";
   netops::int8RowsProductInto(q, s, q, s, out);
   EXPECT_TRUE(sameBits(out.toVector<float>(), netops::int8RowsProduct(q, s, q, s).toVector<float>()));
@@ -784,6 +789,7 @@ TEST(Int8RowsProductCuda, CodesAsInt8RowsGivesThemThere) {
   expectThrowsNaming([&] { netops::int8RowsProduct(q, s, q.to(DType::I8), s); }, fn, "qa", "F32 codes");
   const Tensor q8 = q.to(DType::I8);
   expectThrowsNaming([&] { netops::int8RowsProduct(q8, s, q8, s.to(Device::host())); }, fn, "sb");
+  expectThrowsNaming([&] { netops::int8RowsProduct(q8, s, q8, s, Tensor::zeros({2})); }, fn, "bias");
   // Codes that do not start 16-byte aligned (a view one byte into a larger tensor).
   const Tensor flat = Tensor::zeros({2 * 256 + 1}, DType::I8, gpu);
   const Tensor off = flat.rows(1, 2 * 256 + 1).reshape({2, 256});

@@ -127,8 +127,8 @@ void bindNetops(nb::module_& parent) {
   m.def("int8RowsInto", &n::int8RowsInto, "x"_a, "q"_a, "s"_a, "bits"_a = 8);
   m.def("modulatedInt8RowsInto", &n::modulatedInt8RowsInto, "x"_a, "w"_a, "shift"_a, "scale"_a, "map"_a, "eps"_a,
         "y"_a, "q"_a, "s"_a, "centered"_a = false, "bits"_a = 8);
-  m.def("int8RowsProduct", &n::int8RowsProduct, "qa"_a, "sa"_a, "qb"_a, "sb"_a);
-  m.def("int8RowsProductInto", &n::int8RowsProductInto, "qa"_a, "sa"_a, "qb"_a, "sb"_a, "out"_a);
+  m.def("int8RowsProduct", &n::int8RowsProduct, "qa"_a, "sa"_a, "qb"_a, "sb"_a, "bias"_a = Tensor());
+  m.def("int8RowsProductInto", &n::int8RowsProductInto, "qa"_a, "sa"_a, "qb"_a, "sb"_a, "out"_a, "bias"_a = Tensor());
 
   // step.hpp: a language model's step, on raw addresses
   m.attr("TOP_EACH") = n::TOP_EACH;

@@ -63,6 +63,7 @@ int main() {
   print("int8Rows.q", q.q);
   print("int8Rows.s", q.s);
   print("int8RowsProduct", netops::int8RowsProduct(q.q, q.s, q.q, q.s));
+  print("int8RowsProduct.bias", netops::int8RowsProduct(q.q, q.s, q.q, q.s, normal(50, {3})));
   // The attention family: exact attention (causal, dropout), packed rows with a HeadPrep, groups
   // and queries, cross attention, a 3-D neighborhood.
   print("attention", netops::attention(normal(20, {2, 5, 8}), normal(21, {2, 7, 8}), normal(22, {2, 7, 6}), 0.35,

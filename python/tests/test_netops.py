@@ -47,6 +47,7 @@ def python_values():
     q, s = n.int8Rows(rows_h, 8)
     out.update({"int8Rows.q": q, "int8Rows.s": s})
     out["int8RowsProduct"] = n.int8RowsProduct(q, s, q, s)
+    out["int8RowsProduct.bias"] = n.int8RowsProduct(q, s, q, s, normal(50, [3]))
     out["attention"] = n.attention(normal(20, [2, 5, 8]), normal(21, [2, 7, 8]), normal(22, [2, 7, 6]), 0.35, True,
                                    0.25, Key(23, 1))
     qkv = normal(24, [12, 3 * 2 * 8])
@@ -140,6 +141,9 @@ def test_every_other_op_runs():
     po = Tensor.empty([rows, rows])
     n.int8RowsProductInto(r.q, r.s, r.q, r.s, po)
     assert host_bytes(po) == host_bytes(n.int8RowsProduct(q, s, q, s))
+    pb, bias = Tensor.empty([rows, rows], DType.BF16), normal(51, [rows])
+    n.int8RowsProductInto(r.q, r.s, r.q, r.s, pb, bias=bias)
+    assert host_bytes(pb) == host_bytes(n.int8RowsProduct(q, s, q, s, bias).to(DType.BF16))
     yb, q2, s2 = Tensor.empty([rows, width], DType.BF16), Tensor.empty([rows, width]), Tensor.empty([rows, 1])
     n.modulatedInt8RowsInto(xs, ws, shift, scale, mp, 1e-6, yb, q2, s2)
     n.modulatedInt8RowsInto(xs, ws, shift, scale, mp, 1e-6, Tensor(), q2, s2, centered=False, bits=4)

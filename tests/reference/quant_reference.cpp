@@ -49,14 +49,15 @@ void int8Rows(const float* x, std::int64_t rows, std::int64_t n, int bits, float
   }
 }
 
-void int8RowsProduct(const float* qa, const float* sa, const float* qb, const float* sb, std::int64_t m,
-                     std::int64_t n, std::int64_t k, float* out) {
+void int8RowsProduct(const float* qa, const float* sa, const float* qb, const float* sb, const float* bias,
+                     std::int64_t m, std::int64_t n, std::int64_t k, float* out) {
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       std::int64_t sum = 0;  // the integers' sum, exact
       for (std::int64_t p = 0; p < k; ++p)
         sum += static_cast<std::int64_t>(qa[i * k + p]) * static_cast<std::int64_t>(qb[j * k + p]);
       out[i * n + j] = (static_cast<float>(sum) * sa[i]) * sb[j];  // F32(sum): nearest even
+      if (bias) out[i * n + j] += bias[j];
     }
 }
 

@@ -12,8 +12,9 @@ void hadamard256(const float* in, float* out);
 void hadamardRows(const float* x, std::int64_t rows, std::int64_t n, float* y);
 /// int8Rows with bits 8 or 4: q as F32 integers [rows, n], s [rows].
 void int8Rows(const float* x, std::int64_t rows, std::int64_t n, int bits, float* q, float* s);
-/// int8RowsProduct: qa [m, k] and qb [n, k] integer codes as F32, sa [m], sb [n] → out [m, n].
-void int8RowsProduct(const float* qa, const float* sa, const float* qb, const float* sb, std::int64_t m,
-                     std::int64_t n, std::int64_t k, float* out);
+/// int8RowsProduct: qa [m, k] and qb [n, k] integer codes as F32, sa [m], sb [n], bias [n] or
+/// nullptr → out [m, n].
+void int8RowsProduct(const float* qa, const float* sa, const float* qb, const float* sb, const float* bias,
+                     std::int64_t m, std::int64_t n, std::int64_t k, float* out);
 
 }  // namespace gizml::reference

@@ -170,38 +170,58 @@ Tensor productScales(Key key, std::int64_t rows) {
   return host(v, {rows, 1});
 }
 
-/// int8RowsProduct (int8RowsProductInto where `into`, into an `out` of dtype outDType) at `bits` a
-/// code, the codes held as `codes` on every device, or (DType::F32) as int8Rows gives them: F32 on
-/// the host, I8 / I4 on a GPU. `mixed`: qb 4-bit (I4) whatever qa is.
-Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, bool into = false, bool mixed = false,
-                         DType outDType = DType::F32) {
-  Case c{.op = into ? "int8RowsProductInto" : "int8RowsProduct",
+/// How a product case runs: int8RowsProductInto where `into`, into an `out` of dtype `out`; qb
+/// 4-bit (I4) whatever qa is where `mixed`; with a bias where `bias`.
+struct ProductOptions {
+  bool into = false, mixed = false, bias = false;
+  DType out = DType::F32;
+};
+
+/// A bias [n]: uniform in [-1, 1), with a -0 where there are 2 columns, and a -inf at column 4,
+/// whose scale sb is inf (productScales): NaN where the product is +inf, -inf where it is -inf.
+Tensor productBias(Key key, std::int64_t n) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) v[j] = 2.0f * key.uniform(static_cast<std::uint64_t>(j)) - 1.0f;
+  if (n >= 2) v[1] = -0.0f;
+  if (n >= 5) v[4] = -test::kInf;
+  return host(v, {n});
+}
+
+/// int8RowsProduct (options as `o`) at `bits` a code, the codes held as `codes` on every device, or
+/// (DType::F32) as int8Rows gives them: F32 on the host, I8 / I4 on a GPU.
+Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, ProductOptions o = {}) {
+  Case c{.op = o.into ? "int8RowsProductInto" : "int8RowsProduct",
          .name = s.name() + " bits " + std::to_string(bits) + (codes == DType::F32 ? "" : " " + dtypeName(codes)) +
-                 (mixed ? ", qb I4" : "") + (outDType == DType::F32 ? "" : ", out " + dtypeName(outDType))};
-  c.typical = s.typical && bits == 8 && codes == DType::F32 && !mixed && outDType == DType::F32;
-  c.inputs = [s, bits, mixed] {
+                 (o.mixed ? ", qb I4" : "") + (o.out == DType::F32 ? "" : ", out " + dtypeName(o.out)) +
+                 (o.bias ? ", bias" : "")};
+  c.typical = s.typical && bits == 8 && codes == DType::F32 && !o.mixed && o.out == DType::F32 && !o.bias;
+  c.inputs = [s, bits, o] {
     const auto seed = static_cast<std::uint32_t>(s.m * 1000 + s.n);
-    return Tensors{productCodes(Key{7, seed}, s.m, s.k, bits), productScales(Key{8, seed}, s.m),
-                   productCodes(Key{9, seed}, s.n, s.k, mixed ? 4 : bits), productScales(Key{10, seed}, s.n)};
+    Tensors in{productCodes(Key{7, seed}, s.m, s.k, bits), productScales(Key{8, seed}, s.m),
+               productCodes(Key{9, seed}, s.n, s.k, o.mixed ? 4 : bits), productScales(Key{10, seed}, s.n)};
+    if (o.bias) in.push_back(productBias(Key{11, seed}, s.n));
+    return in;
   };
-  c.run = [bits, codes, into, mixed, outDType](const Tensors& in) {
+  c.run = [bits, codes, o](const Tensors& in) {
     const bool onHost = in[0].device().isHost();
     const auto held = [&](const Tensor& q, int b) {
       const DType want = codes != DType::F32 ? codes : onHost ? DType::F32 : b == 8 ? DType::I8 : DType::I4;
       return q.dtype() == want ? q : q.to(want);
     };
-    const Tensor qa = held(in[0], bits), qb = mixed ? in[2].to(DType::I4) : held(in[2], bits);
-    if (!into) return Tensors{netops::int8RowsProduct(qa, in[1], qb, in[3])};
-    Tensors out{Tensor::empty({in[0].dim(0), in[2].dim(0)}, outDType, in[0].device())};
-    netops::int8RowsProductInto(qa, in[1], qb, in[3], out[0]);
+    const Tensor qa = held(in[0], bits), qb = o.mixed ? in[2].to(DType::I4) : held(in[2], bits);
+    const Tensor bias = o.bias ? in[4] : Tensor();
+    if (!o.into) return Tensors{netops::int8RowsProduct(qa, in[1], qb, in[3], bias)};
+    Tensors out{Tensor::empty({in[0].dim(0), in[2].dim(0)}, o.out, in[0].device())};
+    netops::int8RowsProductInto(qa, in[1], qb, in[3], out[0], bias);
     return out;
   };
-  c.reference = [outDType](const Tensors& in) {
+  c.reference = [o](const Tensors& in) {
     const std::int64_t m = in[0].dim(0), n = in[2].dim(0), k = in[0].dim(1);
     std::vector<float> out(m * n);
+    const std::vector<float> bias = o.bias ? valuesOf(in[4]) : std::vector<float>();
     ref::int8RowsProduct(valuesOf(in[0]).data(), valuesOf(in[1]).data(), valuesOf(in[2]).data(),
-                         valuesOf(in[3]).data(), m, n, k, out.data());
-    return Tensors{host(out, {m, n}).to(outDType)};  // BF16: the F32 value rounded once
+                         valuesOf(in[3]).data(), o.bias ? bias.data() : nullptr, m, n, k, out.data());
+    return Tensors{host(out, {m, n}).to(o.out)};  // BF16: the F32 value rounded once
   };
   c.outputNames = {"out"};
   c.cut = {{{0, 1}, {1, 1}}, {{0, 1}}};  // a row of qa (and its scale) alone: that row of out
@@ -237,13 +257,18 @@ std::vector<Case> quantCases() {
     cases.push_back(int8RowsProductCase(s, 8, DType::I8));
     cases.push_back(int8RowsProductCase(s, 4, DType::F32));
     cases.push_back(int8RowsProductCase(s, 4, DType::I4));
-    cases.push_back(int8RowsProductCase(s, 8, DType::I8, false, true));
+    cases.push_back(int8RowsProductCase(s, 8, DType::I8, {.mixed = true}));
   }
   for (const ProductShape& s : {kProductShapes[4], kProductShapes[9]})
-    cases.push_back(int8RowsProductCase(s, 8, DType::F32, true));
+    cases.push_back(int8RowsProductCase(s, 8, DType::F32, {.into = true}));
   // BF16 out: the panels then take all of k in one block.
   for (const ProductShape& s : {kProductShapes[4], kProductShapes[5], kProductShapes[7], kProductShapes[8]})
-    cases.push_back(int8RowsProductCase(s, 8, DType::I8, true, false, DType::BF16));
+    cases.push_back(int8RowsProductCase(s, 8, DType::I8, {.into = true, .out = DType::BF16}));
+  // A bias: in both forms, over blocks of k, and rounded to BF16 with the product.
+  for (const ProductShape& s : {kProductShapes[2], kProductShapes[4], kProductShapes[5], kProductShapes[8]})
+    cases.push_back(int8RowsProductCase(s, 8, DType::F32, {.bias = true}));
+  for (const ProductShape& s : {kProductShapes[4], kProductShapes[5]})
+    cases.push_back(int8RowsProductCase(s, 4, DType::I4, {.into = true, .bias = true, .out = DType::BF16}));
   return cases;
 }
 

@@ -53,20 +53,23 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
 /// The product of two matrices of 8-bit rows as int8Rows gives them — activations (qa, sa) =
 /// int8Rows(x) and weights (qb, sb) = int8Rows(w), both rotated by the same transform, so the
 /// product approximates x wᵀ (ConvRot's W8A8 or W4A8 linear layer): qa [m, k] and qb [n, k] codes,
-/// sa [m, 1] and sb [n, 1] F32 → F32 [m, n],
-///   out[i, j] = (F32(Σ_p qa[i, p] qb[j, p]) * sa[i]) * sb[j]
+/// sa [m, 1] and sb [n, 1] F32, bias F32 [n] or Tensor() for none → F32 [m, n],
+///   out[i, j] = ((F32(Σ_p qa[i, p] qb[j, p]) * sa[i]) * sb[j]) + bias[j]
 /// The sum is of integers, exact in int32 in any order; F32(sum) rounds to nearest even (exact up
-/// to 2^24), then two F32 products, sa's first. So it is an exact op: the same bits on the host
+/// to 2^24), then two F32 products, sa's first, then one F32 add (none without a bias: a -0
+/// product stays -0). So it is an exact op: the same bits on the host
 /// (16-bit multiply-adds) and on a GPU (INT8 matrix cores, mma.sync m16n8k32 .s8). Codes: I8, or
 /// I4 (two a byte, low nibble first; 4-bit and 8-bit operands may be mixed), on any device; on the
 /// host also F32 integers in [-128, 127] (int8Rows' host form; anything else is an error naming
 /// the argument and the first bad element). k a positive multiple of 256 (int8Rows' widths) up to
 /// 130816, which keeps every sum within int32. Scales are used as they are: an inf or NaN scale
 /// gives inf or NaN products (0 * inf = NaN). Every argument on one device.
-Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb);
+Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb,
+                       const Tensor& bias = Tensor());
 /// int8RowsProduct into out ([m, n] on the operands' device, not overlapping them): F32, or BF16
-/// (each value rounded once, to nearest even, as a W8A8 layer hands its output on). Nothing is
-/// written when an argument is wrong.
-void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out);
+/// (each value, bias added, rounded once to nearest even, as a W8A8 layer hands its output on).
+/// Nothing is written when an argument is wrong.
+void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out,
+                         const Tensor& bias = Tensor());
 
 }  // namespace gizml::netops

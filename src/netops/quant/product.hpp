@@ -35,8 +35,8 @@ GIZML_HD std::int64_t codeRowBytes(Codes codes, std::int64_t k) {
   return codes == Codes::F32 ? 4 * k : codes == Codes::I8 ? k : k / 2;
 }
 
-/// out [m, n] = int8ProductValue(Σ_p a[i, p] b[j, p], sa[i], sb[j]), F32 or (outBF16) rounded once
-/// to BF16; a [m, k] and b [n, k] codes, k a positive multiple of 256 up to kMostProductK (checked
+/// out [m, n] = int8ProductValue(Σ_p a[i, p] b[j, p], sa[i], sb[j]) (+ bias[j] where there is a
+/// bias), F32 or (outBF16) rounded once to BF16; a [m, k] and b [n, k] codes, k a positive multiple of 256 up to kMostProductK (checked
 /// by the public function, which also checks F32 codes are integers in [-128, 127]).
 struct Int8RowsProduct {
   static constexpr const char* kName = "gizml::netops::int8RowsProduct";
@@ -48,13 +48,17 @@ struct Int8RowsProduct {
     Codes bCodes;
     const float* sb;
     std::int64_t m, n, k;
-    void* out;  // F32, or BF16 where outBF16
+    const float* bias;  // [n], or nullptr for none
+    void* out;          // F32, or BF16 where outBF16
     bool outBF16;
   };
-  /// Stores element `at` of out.
-  GIZML_HD static void store(const Args& a, std::int64_t at, float value) {
-    if (a.outBF16) static_cast<std::uint16_t*>(a.out)[at] = exact::floatToBF16(value);
-    else static_cast<float*>(a.out)[at] = value;
+  /// Stores out[row, col] from its integer sum: int8ProductValue, then + bias[col] (one F32 add;
+  /// none without a bias), then rounded once to BF16 where outBF16.
+  GIZML_HD static void store(const Args& a, std::int64_t row, std::int64_t col, std::int32_t sum) {
+    float value = int8ProductValue(sum, a.sa[row], a.sb[col]);
+    if (a.bias) value = value + a.bias[col];
+    if (a.outBF16) static_cast<std::uint16_t*>(a.out)[row * a.n + col] = exact::floatToBF16(value);
+    else static_cast<float*>(a.out)[row * a.n + col] = value;
   }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);

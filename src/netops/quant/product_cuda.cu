@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) productKernel(const Int8RowsProduct:
         const mma::RowCol at = mma::fragmentC16x8(lane, i);
         const std::int64_t row = m0 + wm * 32 + mi * 16 + at.row, col = n0 + wn * 32 + ni * 8 + at.col;
         if (row < a.m && col < a.n)
-          Int8RowsProduct::store(a, row * a.n + col, int8ProductValue(acc[mi][ni][i], a.sa[row], a.sb[col]));
+          Int8RowsProduct::store(a, row, col, acc[mi][ni][i]);
       }
 }
 

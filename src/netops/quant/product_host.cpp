@@ -213,8 +213,7 @@ void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64
   }
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < columns; ++c) {
-      const std::int64_t row = i0 + i, column = j0 + c;
-      Int8RowsProduct::store(a, row * a.n + column, int8ProductValue(laneSum(acc[i][c]), a.sa[row], a.sb[column]));
+      Int8RowsProduct::store(a, i0 + i, j0 + c, laneSum(acc[i][c]));
     }
 }
 
@@ -273,7 +272,7 @@ void Int8RowsProduct::host(const Args& a) {
             float* held = static_cast<float*>(a.out) + row * n + j0;
             for (std::int64_t j = 0; j < columns; ++j) {
               const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(held[j]) + sums[i][j];
-              if (lastK) store(a, row * n + j0 + j, int8ProductValue(sum, a.sa[row], a.sb[j0 + j]));
+              if (lastK) store(a, row, j0 + j, sum);
               else held[j] = std::bit_cast<float>(sum);
             }
           }
@@ -327,41 +326,48 @@ void checkCodeRows(const char* fn, const char* qName, const Tensor& q, const cha
            std::to_string(i % k) + "]");
 }
 
-void checkProduct(const char* fn, const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb) {
+void checkProduct(const char* fn, const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb,
+                  const Tensor& bias) {
   checkCodeRows(fn, "qa", qa, "sa", sa);
   checkCodeRows(fn, "qb", qb, "sb", sb);
   if (qb.dim(1) != qa.dim(1))
     fail(fn, "qb",
          "expected rows of qa's " + std::to_string(qa.dim(1)) + " codes, got shape " + shapeString(qb.shape()));
   detail::requireSameDevice(fn, {{"qa", &qa}, {"sa", &sa}, {"qb", &qb}, {"sb", &sb}});
+  if (!bias.defined()) return;
+  detail::requireDType(fn, "bias", bias, DType::F32);
+  detail::requireShape(fn, "bias", bias, {qb.dim(0)});
+  detail::requireSameDevice(fn, {{"qa", &qa}, {"bias", &bias}});
 }
 
-void productRun(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out) {
-  detail::run<quant::Int8RowsProduct>(detail::gpuOf(qa),
-                                      {qa.raw(), quant::codesOf(qa.dtype()), sa.data<float>(), qb.raw(),
-                                       quant::codesOf(qb.dtype()), sb.data<float>(), qa.dim(0), qb.dim(0), qa.dim(1),
-                                       out.raw(), out.dtype() == DType::BF16});
+void productRun(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& bias,
+                const Tensor& out) {
+  detail::run<quant::Int8RowsProduct>(
+      detail::gpuOf(qa), {qa.raw(), quant::codesOf(qa.dtype()), sa.data<float>(), qb.raw(), quant::codesOf(qb.dtype()),
+                          sb.data<float>(), qa.dim(0), qb.dim(0), qa.dim(1),
+                          bias.defined() ? bias.data<float>() : nullptr, out.raw(), out.dtype() == DType::BF16});
 }
 
 }  // namespace
 
-Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb) {
+Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& bias) {
   const char* fn = "gizml::netops::int8RowsProduct";
-  checkProduct(fn, qa, sa, qb, sb);
+  checkProduct(fn, qa, sa, qb, sb, bias);
   Tensor out = Tensor::empty({qa.dim(0), qb.dim(0)}, DType::F32, qa.device());
-  productRun(qa, sa, qb, sb, out);
+  productRun(qa, sa, qb, sb, bias, out);
   return out;
 }
 
-void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out) {
+void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out,
+                         const Tensor& bias) {
   const char* fn = "gizml::netops::int8RowsProductInto";
-  checkProduct(fn, qa, sa, qb, sb);
+  checkProduct(fn, qa, sa, qb, sb, bias);
   detail::requireDefined(fn, "out", out);
   if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
     fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
   detail::requireShape(fn, "out", out, {qa.dim(0), qb.dim(0)});
   detail::requireSameDevice(fn, {{"qa", &qa}, {"out", &out}});
-  productRun(qa, sa, qb, sb, out);
+  productRun(qa, sa, qb, sb, bias, out);
 }
 
 }  // namespace gizml::netops
