@@ -343,6 +343,7 @@ void registerAll() {
   pair("BM_Paired_ConvTranspose1d", BM_Paired_ConvTranspose1d, {2048, 256, 256, 4}, 31);
   pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {512, 3072, 3072}, 15);
   pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {2048, 2048, 2048}, 15);
+  pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {512, 3072, 8192}, 15);  // long rows: blocks of k
   // Few rows: a decoding step (one token, or a few sequences' tokens) through a W8A8 layer.
   pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {1, 3072, 3072}, 201);
   pair("BM_Paired_Int8RowsProduct", BM_Paired_Int8RowsProduct, {4, 3072, 3072}, 201);

@@ -146,8 +146,8 @@ struct ProductShape {
            "]";
   }
 };
-// The host has two forms (product_host.cpp): few rows of a (at most 96 with AVX-512, 32 with
-// AVX2) take the dot products, more the panels; [7, 6] cuts both of the dot form's blocks, and
+// The host has two forms (product_host.cpp): few rows of a (at most 24 with AVX-512, 8 with AVX2)
+// take the dot products, more the panels; [7, 6] cuts both of the dot form's blocks, and
 // every kind of code and output runs in both forms at 8192 (the panels' blocks of k) and below.
 const ProductShape kProductShapes[] = {{1, 1, 256},    {3, 5, 512},     {7, 6, 512},    {64, 64, 256},
                                        {65, 70, 768},  {100, 70, 768},  {17, 130, 1024}, {3, 5, 8192},

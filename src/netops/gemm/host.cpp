@@ -218,19 +218,6 @@ void packB(const float* b, std::int64_t bsN, std::int64_t bsK, std::int64_t n, s
   }
 }
 
-/// 64-byte aligned scratch from the host cache (core/host_memory): a product in a loop reuses
-/// pages already mapped.
-struct Scratch {
-  float* p = nullptr;
-  std::size_t bytes = 0;
-  explicit Scratch(std::int64_t floats) : bytes(static_cast<std::size_t>(roundUp(std::max<std::int64_t>(floats, 1) * 4, kAlign))) {
-    p = static_cast<float*>(detail::hostAllocate(bytes));
-  }
-  ~Scratch() { detail::hostRelease(p, bytes); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
 /// Where a product goes: the epilogue, the output and its dtype.
 struct Target {
   const Epilogue* e;
@@ -400,8 +387,8 @@ void gemmStoreHost(const GemmStore& g) {
 
 #pragma omp parallel
   {
-    Scratch bPacked(bl.kc * bl.nc);
-    Scratch inter(interInOut || oneBlock ? 0 : ((rowPanels + rowParts - 1) / rowParts) * MR * bl.nc);
+    detail::HostScratch<float> bPacked(bl.kc * bl.nc);
+    detail::HostScratch<float> inter(interInOut || oneBlock ? 0 : ((rowPanels + rowParts - 1) / rowParts) * MR * bl.nc);
     alignas(kAlign) float edgeRows[MR * kMaxKC];  // a last panel of fewer than MR rows, zero-padded
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t item = 0; item < colBlocks * rowParts; ++item) {
@@ -412,8 +399,8 @@ void gemmStoreHost(const GemmStore& g) {
       for (std::int64_t p0 = 0; p0 < k; p0 += bl.kc) {
         const std::int64_t kc = std::min(bl.kc, k - p0);
         const bool first = p0 == 0, last = p0 + kc == k;
-        if (g.patches) packPatches(*g.patches, n, j0, nc, p0, kc, bPacked.p);
-        else packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.p);
+        if (g.patches) packPatches(*g.patches, n, j0, nc, p0, kc, bPacked.data());
+        else packB(g.b, g.bsN, g.bsK, n, j0, nc, p0, kc, bPacked.data());
         for (std::int64_t q = q0; q < q1; ++q) {
           const std::int64_t row0 = q * MR, rows = std::min<std::int64_t>(MR, m - row0);
           const float* ap = g.a + row0 * g.lda + p0;
@@ -430,7 +417,8 @@ void gemmStoreHost(const GemmStore& g) {
             ap = edgeRows;
             lda = kc;
           }
-          float* rowAt = interInOut ? static_cast<float*>(g.out) + row0 * g.ldo + j0 : inter.p + (q - q0) * MR * bl.nc;
+          float* rowAt =
+              interInOut ? static_cast<float*>(g.out) + row0 * g.ldo + j0 : inter.data() + (q - q0) * MR * bl.nc;
           for (std::int64_t t = 0; t < colTiles; ++t) {
             const std::int64_t col0 = j0 + t * NR, cols = std::min<std::int64_t>(NR, n - col0);
             // The next tile's chains (or, in the first block, the lines it will write) are
@@ -439,7 +427,8 @@ void gemmStoreHost(const GemmStore& g) {
             if (t + 1 < colTiles && rows == MR)
               for (int i = 0; i < MR; ++i)
                 for (int v = 0; v < NR; v += 16) __builtin_prefetch(rowAt + i * ldi + (t + 1) * NR + v, 1);
-            tile(kc, ap, lda, bPacked.p + t * kc * NR, first, last, rows, cols, rowAt + t * NR, ldi, target, row0, col0);
+            tile(kc, ap, lda, bPacked.data() + t * kc * NR, first, last, rows, cols, rowAt + t * NR, ldi, target, row0,
+                 col0);
           }
         }
       }

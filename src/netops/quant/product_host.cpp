@@ -3,18 +3,19 @@
 // An integer sum is exact in any order, so how the work is cut changes no bit: the lanes, the
 // blocks of k, the threads' split. Two forms, by a's rows. Few (decoding: a token, or a few
 // sequences' tokens): dot products, each of b's rows read once as it is stored and widened in
-// registers against a few of a's rows widened beforehand (dotProduct). More: panels. The operands
-// are widened to 16-bit integers first (a's rows padded with zero rows to the register block), then
-// packed a micro-panel at a time; the micro-kernel is the outer-product form of the F32 GEMMs, on
+// registers against a few of a's rows widened beforehand (dotProduct). More: panels. a's rows are
+// widened to 16-bit integers (padded with zero rows to the register block) and all of b widened and
+// packed once into micro-panels (packAll: kLanes rows at a time, transposed in registers), in
+// scratch from the host cache; the micro-kernel is the outer-product form of the F32 GEMMs, on
 // pairs: MR rows of a times a micro-panel of NV vectors of b's columns, each 32-bit lane of a
 // vector one column's pair (b[j][p], b[j][p + 1]); a's pair (a[i][p], a[i][p + 1]) broadcast to
 // every lane, one vpdpwssd (AVX-512 VNNI; vpmaddwd + vpaddd without it, or on AVX2) adds both
 // products to a column's sum. MR x NV vectors of sums stay in registers over a block of kc values
-// of k; the micro-panel (packed a block of k at a time, kc x 16 NV x 2 bytes, a quarter of L2,
-// sized from the caches read at run time) stays in L2 while a's rows stream past. Between blocks of
-// k the sums wait in the output's memory as int32 bits; the last block converts them
-// (int8ProductValue, the formula the GPU shares). Work items are (micro-panel, range of rows),
-// taken by the threads in any order; they meet only at the end.
+// of k; the micro-panel's block (kc x 16 NV x 2 bytes, a quarter of L2, sized from the caches read
+// at run time) stays in L2 while a's rows stream past. Between blocks of k the sums wait in the
+// output's memory as int32 bits; the last block converts them (Int8RowsProduct::store, the formula
+// the GPU shares). Work items are (micro-panel, range of rows), taken by the threads in any order;
+// they meet only at the end.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -24,11 +25,11 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "core/caches.hpp"
 #include "core/check.hpp"
 #include "core/dispatch.hpp"
+#include "core/host_memory.hpp"
 #include "gizml/netops/quant.hpp"
 #include "netops/quant/product.hpp"
 
@@ -68,6 +69,31 @@ inline Lanes codesAt(const void* row, Codes codes, std::int64_t p) {
   return _mm512_sub_epi16(_mm512_xor_si512(v, eight), eight);
 }
 inline std::int32_t laneSum(Lanes v) { return _mm512_reduce_add_epi32(v); }
+/// r[i] lane j becomes r[j] lane i (16 x 16 32-bit lanes): within each 128-bit quarter, 4 x 4
+/// transposes of rows 4g .. 4g + 3 (unpacks of 32 then 64 bits); then, for each column c of those,
+/// a 4 x 4 transpose of the quarters.
+inline void transposeLanes(Lanes (&r)[kLanes]) {
+  Lanes t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // u[g + c] quarter L: rows g .. g + 3 of column 4 L + c
+    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const Lanes v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+    const Lanes v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const Lanes v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+  }
+}
 inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) {
 #if defined(__AVX512VNNI__)
   return _mm512_dpwssd_epi32(acc, a, b);
@@ -98,7 +124,8 @@ inline Lanes codesAt(const void* row, Codes codes, std::int64_t p) {
   }
   // I4: 8 bytes, each two codes (low nibble first), interleaved into 16 nibbles, widened, and
   // each nibble's sign bit extended: (v ^ 8) - 8.
-  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const std::uint8_t*>(row) + p / 2));
+  const auto* at = static_cast<const std::uint8_t*>(row) + p / 2;
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at));
   const __m128i nibble = _mm_set1_epi8(0x0F);
   const __m128i low = _mm_and_si128(bytes, nibble), high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
   const __m256i v = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(low, high));
@@ -112,41 +139,61 @@ inline std::int32_t laneSum(Lanes v) {
   return _mm_cvtsi128_si32(s);
 }
 inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+/// r[i] lane j becomes r[j] lane i (8 x 8 32-bit lanes): within each 128-bit half, 4 x 4
+/// transposes of rows 4g .. 4g + 3 (unpacks of 32 then 64 bits); then the halves exchanged.
+inline void transposeLanes(Lanes (&r)[kLanes]) {
+  Lanes t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 8; g += 4) {  // u[g + c] half L: rows g .. g + 3 of column 4 L + c
+    u[g] = _mm256_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm256_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+  }
+}
 #endif
 constexpr int kPanelColumns = kNV * kLanes;
 
-/// rows x k codes widened to 16 bits, row-major, padded with zero rows to `padded` rows (each
-/// kind its own loop, which the compiler vectorizes).
-std::vector<std::int16_t> widened(const void* q, Codes codes, std::int64_t rows, std::int64_t k, std::int64_t padded) {
-  std::vector<std::int16_t> out(static_cast<std::size_t>(padded * k), 0);
-  std::int16_t* to = out.data();
-  const std::int64_t count = rows * k;
-  if (codes == Codes::F32) {
-    const float* from = static_cast<const float*>(q);
+/// Rows [0, rows) of codes q [rows, k] widened to 16 bits into `to` (row-major), then zero rows up
+/// to `padded`.
+void widenRows(const void* q, Codes codes, std::int64_t rows, std::int64_t k, std::int64_t padded, std::int16_t* to) {
+  const std::int64_t rowBytes = codeRowBytes(codes, k);
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<std::int16_t>(from[i]);
-  } else if (codes == Codes::I8) {
-    const std::int8_t* from = static_cast<const std::int8_t*>(q);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < count; ++i) to[i] = from[i];
-  } else {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < count; ++i) to[i] = static_cast<std::int16_t>(codeAt(q, codes, i));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const void* row = static_cast<const std::uint8_t*>(q) + i * rowBytes;
+    for (std::int64_t p = 0; p < k; p += 2 * kLanes)
+      storeLanes(reinterpret_cast<std::int32_t*>(to + i * k + p), codesAt(row, codes, p));
   }
-  return out;
+  std::fill(to + rows * k, to + padded * k, std::int16_t{0});
 }
 
-/// Columns [j0, j0 + kPanelColumns) of b (widened, [n, k]), values [k0, k0 + len) of k, as the
-/// micro-kernel reads them: pair q of column j at panel + 2 (q kPanelColumns + j); columns past n
-/// are zeros.
-void packPanel(const std::int16_t* b, std::int64_t n, std::int64_t k, std::int64_t j0, std::int64_t k0,
-               std::int64_t len, std::int16_t* panel) {
-  for (int j = 0; j < kPanelColumns; ++j) {
-    const bool in = j0 + j < n;
-    const std::int16_t* row = b + (j0 + j) * k + k0;
-    for (std::int64_t q = 0; q < len / 2; ++q) {
-      panel[2 * (q * kPanelColumns + j)] = in ? row[2 * q] : 0;
-      panel[2 * (q * kPanelColumns + j) + 1] = in ? row[2 * q + 1] : 0;
+/// All of b (codes [n, k]) widened and packed once, as the micro-kernel reads it: micro-panel t
+/// (columns [t kPanelColumns, (t + 1) kPanelColumns), zeros past n) at packed + t kPanelColumns k,
+/// in it pair q (b[j][2q], b[j][2q + 1]) of column j at 2 (q kPanelColumns + j - t kPanelColumns),
+/// so a block of k from k0 starts k0 kPanelColumns further. kLanes columns at a time: kLanes
+/// vectors of 2 kLanes codes each (a row's pairs in lanes) transposed into kLanes vectors of
+/// pairs (the columns in lanes).
+void packAll(const void* b, Codes codes, std::int64_t n, std::int64_t k, std::int16_t* packed) {
+  // Groups of kLanes columns over every micro-panel: columns past n widen to zeros.
+  const std::int64_t rowBytes = codeRowBytes(codes, k), groups = (n + kPanelColumns - 1) / kPanelColumns * kNV;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t j0 = g * kLanes, t = j0 / kPanelColumns;
+    std::int16_t* to = packed + t * kPanelColumns * k + 2 * (j0 - t * kPanelColumns);
+    for (std::int64_t p = 0; p < k; p += 2 * kLanes) {
+      Lanes r[kLanes];
+      for (int i = 0; i < kLanes; ++i)
+        r[i] = j0 + i < n ? codesAt(static_cast<const std::uint8_t*>(b) + (j0 + i) * rowBytes, codes, p) : zeroLanes();
+      transposeLanes(r);
+      for (int q = 0; q < kLanes; ++q)
+        storeLanes(reinterpret_cast<std::int32_t*>(to + (p + 2 * q) * kPanelColumns), r[q]);
     }
   }
 }
@@ -180,13 +227,14 @@ inline void microSums(const std::int16_t* a, std::int64_t k, const std::int16_t*
 /// copy, no panels), kDotColumns of them at a time against R widened rows of a, a sum in each lane
 /// of each accumulator, its lanes added at the end (integers: any order).
 /// kMostDotRows: up to how many rows of a the dot form is faster, measured on [m, 3072] x [3072,
-/// 3072] with I8 weights (AMD Zen 5, 2 threads; the panels then widen all of b for each call).
+/// 3072] with I8 weights (AMD Zen 5, 2 threads, best of 30): below it the panels' packing of all
+/// of b costs more than their faster arithmetic saves.
 #if defined(__AVX512BW__)
 constexpr int kDotRows = 4, kDotColumns = 4;  // 16 sums + 4 of b + 1 of a: 21 of 32 registers
-constexpr std::int64_t kMostDotRows = 96;     // 4.0 ms against 4.3 at 96 rows, 5.5 against 5.0 at 128
+constexpr std::int64_t kMostDotRows = 24;     // 1.00 ms against 1.07 at 24 rows, 1.38 against 1.31 at 32
 #else
 constexpr int kDotRows = 2, kDotColumns = 4;  // 8 sums + 4 of b + 1 of a: 13 of 16 registers
-constexpr std::int64_t kMostDotRows = 32;     // 4.0 ms against 4.2 at 32 rows, 5.8 against 5.0 at 48
+constexpr std::int64_t kMostDotRows = 8;      // 0.90 ms against 1.07 at 8 rows, 1.31 against 1.06 at 12
 #endif
 
 template <int R>
@@ -219,13 +267,15 @@ void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64
 
 /// dotBlock of R = rows (1 to R).
 template <int R>
-void dotRows(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64_t i0, std::int64_t j0, std::int64_t rows) {
+void dotRows(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64_t i0, std::int64_t j0,
+             std::int64_t rows) {
   if (rows == R) dotBlock<R>(a, wa, i0, j0);
   else if constexpr (R > 1) dotRows<R - 1>(a, wa, i0, j0, rows);
 }
 
 void dotProduct(const Int8RowsProduct::Args& a) {
-  const std::vector<std::int16_t> wa = widened(a.a, a.aCodes, a.m, a.k, a.m);
+  detail::HostScratch<std::int16_t> wa(a.m * a.k);
+  widenRows(a.a, a.aCodes, a.m, a.k, a.m, wa.data());
   const std::int64_t groups = (a.n + kDotColumns - 1) / kDotColumns;
 #pragma omp parallel for schedule(static)
   for (std::int64_t g = 0; g < groups; ++g)
@@ -240,8 +290,9 @@ void Int8RowsProduct::host(const Args& a) {
   if (m == 0 || n == 0) return;
   if (m <= kMostDotRows) return dotProduct(a);
   const std::int64_t rowBlocks = (m + kMR - 1) / kMR, panels = (n + kPanelColumns - 1) / kPanelColumns;
-  const std::vector<std::int16_t> wa = widened(a.a, a.aCodes, m, k, rowBlocks * kMR);
-  const std::vector<std::int16_t> wb = widened(a.b, a.bCodes, n, k, n);
+  detail::HostScratch<std::int16_t> wa(rowBlocks * kMR * k), packed(panels * kPanelColumns * k);
+  widenRows(a.a, a.aCodes, m, k, rowBlocks * kMR, wa.data());
+  packAll(a.b, a.bCodes, n, k, packed.data());
   // kc: a micro-panel of kc values a quarter of L2 (a multiple of 256, at least 256). A BF16
   // output cannot hold a sum between blocks of k: one block of all k.
   const std::int64_t panelBytesPerValue = 2 * kPanelColumns;
@@ -251,30 +302,25 @@ void Int8RowsProduct::host(const Args& a) {
   const int threads = omp_get_max_threads();
   const std::int64_t rowRanges = std::clamp<std::int64_t>((4 * threads + panels - 1) / panels, 1, rowBlocks);
   const std::int64_t items = panels * rowRanges;
-#pragma omp parallel
-  {
-    std::vector<std::int16_t> panel(static_cast<std::size_t>(kc * kPanelColumns));
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t item = 0; item < items; ++item) {
-      const std::int64_t p = item / rowRanges, range = item % rowRanges;
-      const std::int64_t j0 = p * kPanelColumns, columns = std::min<std::int64_t>(kPanelColumns, n - j0);
-      const std::int64_t firstBlock = rowBlocks * range / rowRanges, lastBlock = rowBlocks * (range + 1) / rowRanges;
-      for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
-        const std::int64_t len = std::min(kc, k - k0);
-        const bool firstK = k0 == 0, lastK = k0 + len == k;
-        packPanel(wb.data(), n, k, j0, k0, len, panel.data());
-        for (std::int64_t ib = firstBlock; ib < lastBlock; ++ib) {
-          std::int32_t sums[kMR][kPanelColumns];
-          microSums(wa.data() + ib * kMR * k + k0, k, panel.data(), len / 2, sums);
-          for (int i = 0; i < kMR && ib * kMR + i < m; ++i) {
-            const std::int64_t row = ib * kMR + i;
-            // Between blocks of k the (F32) output holds the sum so far as int32 bits.
-            float* held = static_cast<float*>(a.out) + row * n + j0;
-            for (std::int64_t j = 0; j < columns; ++j) {
-              const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(held[j]) + sums[i][j];
-              if (lastK) store(a, row, j0 + j, sum);
-              else held[j] = std::bit_cast<float>(sum);
-            }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t item = 0; item < items; ++item) {
+    const std::int64_t p = item / rowRanges, range = item % rowRanges;
+    const std::int64_t j0 = p * kPanelColumns, columns = std::min<std::int64_t>(kPanelColumns, n - j0);
+    const std::int64_t firstBlock = rowBlocks * range / rowRanges, lastBlock = rowBlocks * (range + 1) / rowRanges;
+    for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
+      const std::int64_t len = std::min(kc, k - k0);
+      const bool firstK = k0 == 0, lastK = k0 + len == k;
+      for (std::int64_t ib = firstBlock; ib < lastBlock; ++ib) {
+        std::int32_t sums[kMR][kPanelColumns];
+        microSums(wa.data() + ib * kMR * k + k0, k, packed.data() + (p * k + k0) * kPanelColumns, len / 2, sums);
+        for (int i = 0; i < kMR && ib * kMR + i < m; ++i) {
+          const std::int64_t row = ib * kMR + i;
+          // Between blocks of k the (F32) output holds the sum so far as int32 bits.
+          float* held = static_cast<float*>(a.out) + row * n + j0;
+          for (std::int64_t j = 0; j < columns; ++j) {
+            const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(held[j]) + sums[i][j];
+            if (lastK) store(a, row, j0 + j, sum);
+            else held[j] = std::bit_cast<float>(sum);
           }
         }
       }
