@@ -69,21 +69,14 @@ inline Lanes codesAt(const void* row, Codes codes, std::int64_t p) {
   return _mm512_sub_epi16(_mm512_xor_si512(v, eight), eight);
 }
 inline std::int32_t laneSum(Lanes v) { return _mm512_reduce_add_epi32(v); }
-/// r[i] lane j becomes r[j] lane i (16 x 16 32-bit lanes): within each 128-bit quarter, 4 x 4
-/// transposes of rows 4g .. 4g + 3 (unpacks of 32 then 64 bits); then, for each column c of those,
-/// a 4 x 4 transpose of the quarters.
-inline void transposeLanes(Lanes (&r)[kLanes]) {
-  Lanes t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int g = 0; g < 16; g += 4) {  // u[g + c] quarter L: rows g .. g + 3 of column 4 L + c
-    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
-    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
-    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
-    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
-  }
+// Unpacks within each 128-bit chunk, of 32-bit and of 64-bit elements.
+inline Lanes unpackLow32(Lanes a, Lanes b) { return _mm512_unpacklo_epi32(a, b); }
+inline Lanes unpackHigh32(Lanes a, Lanes b) { return _mm512_unpackhi_epi32(a, b); }
+inline Lanes unpackLow64(Lanes a, Lanes b) { return _mm512_unpacklo_epi64(a, b); }
+inline Lanes unpackHigh64(Lanes a, Lanes b) { return _mm512_unpackhi_epi64(a, b); }
+/// transposeLanes' last step: chunk L of u[g + c] (rows g .. g + 3 of column 4 L + c) to r[4 L + c]
+/// chunk g / 4 — for each c, a 4 x 4 transpose of 128-bit chunks.
+inline void exchangeChunks(const Lanes (&u)[kLanes], Lanes (&r)[kLanes]) {
   for (int c = 0; c < 4; ++c) {
     const Lanes v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
     const Lanes v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
@@ -139,20 +132,14 @@ inline std::int32_t laneSum(Lanes v) {
   return _mm_cvtsi128_si32(s);
 }
 inline Lanes pairDot(Lanes acc, Lanes a, Lanes b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
-/// r[i] lane j becomes r[j] lane i (8 x 8 32-bit lanes): within each 128-bit half, 4 x 4
-/// transposes of rows 4g .. 4g + 3 (unpacks of 32 then 64 bits); then the halves exchanged.
-inline void transposeLanes(Lanes (&r)[kLanes]) {
-  Lanes t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int g = 0; g < 8; g += 4) {  // u[g + c] half L: rows g .. g + 3 of column 4 L + c
-    u[g] = _mm256_unpacklo_epi64(t[g], t[g + 2]);
-    u[g + 1] = _mm256_unpackhi_epi64(t[g], t[g + 2]);
-    u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
-    u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
-  }
+// Unpacks within each 128-bit chunk, of 32-bit and of 64-bit elements.
+inline Lanes unpackLow32(Lanes a, Lanes b) { return _mm256_unpacklo_epi32(a, b); }
+inline Lanes unpackHigh32(Lanes a, Lanes b) { return _mm256_unpackhi_epi32(a, b); }
+inline Lanes unpackLow64(Lanes a, Lanes b) { return _mm256_unpacklo_epi64(a, b); }
+inline Lanes unpackHigh64(Lanes a, Lanes b) { return _mm256_unpackhi_epi64(a, b); }
+/// transposeLanes' last step: chunk L of u[g + c] (rows g .. g + 3 of column 4 L + c) to r[4 L + c]
+/// chunk g / 4 — the two halves exchanged.
+inline void exchangeChunks(const Lanes (&u)[kLanes], Lanes (&r)[kLanes]) {
   for (int c = 0; c < 4; ++c) {
     r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
     r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
@@ -160,6 +147,23 @@ inline void transposeLanes(Lanes (&r)[kLanes]) {
 }
 #endif
 constexpr int kPanelColumns = kNV * kLanes;
+
+/// r[i] lane j becomes r[j] lane i (kLanes x kLanes 32-bit lanes): within each 128-bit chunk, 4 x 4
+/// transposes of rows 4g .. 4g + 3 (unpacks of 32 then 64 bits), then the chunks exchanged.
+inline void transposeLanes(Lanes (&r)[kLanes]) {
+  Lanes t[kLanes], u[kLanes];
+  for (int i = 0; i < kLanes; i += 2) {
+    t[i] = unpackLow32(r[i], r[i + 1]);
+    t[i + 1] = unpackHigh32(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < kLanes; g += 4) {  // u[g + c] chunk L: rows g .. g + 3 of column 4 L + c
+    u[g] = unpackLow64(t[g], t[g + 2]);
+    u[g + 1] = unpackHigh64(t[g], t[g + 2]);
+    u[g + 2] = unpackLow64(t[g + 1], t[g + 3]);
+    u[g + 3] = unpackHigh64(t[g + 1], t[g + 3]);
+  }
+  exchangeChunks(u, r);
+}
 
 /// Rows [0, rows) of codes q [rows, k] widened to 16 bits into `to` (row-major), then zero rows up
 /// to `padded`.
