@@ -788,6 +788,42 @@ TEST(GroupNorm, IntoBadInput) {
   EXPECT_TRUE(allEqual(out, 7.0f) && allEqual(f16, 7.0f) && allEqual(wrongShape, 7.0f)) << "outputs untouched";
 }
 
+TEST(DiffusionNorms, OutputsOverlappingTheirInputsAreAnError) {
+  // Views into one buffer: an output sharing a byte with an input, other than x itself where the
+  // op runs in place, is an error naming the output, and nothing is written.
+  Tensor buf = host(randomFloats(Key{9, 1}, 5 * 4), {5, 4});
+  const std::vector<float> before = buf.toVector<float>();
+  const Tensor w = host(randomFloats(Key{9, 2}, 4), {4}), shift = host(randomFloats(Key{9, 3}, 8), {2, 4});
+  const Tensor scale = host(randomFloats(Key{9, 4}, 8), {2, 4}), map = host({0, 1, 1}, {3});
+  const char* modulated = "gizml::netops::modulatedNormInto";
+  const auto modulatedInto = [&](const Tensor& x, const Tensor& sh, const Tensor& y) {
+    return [=] { netops::modulatedNormInto(x, w, sh, scale, map, 1e-6, false, y); };
+  };
+  expectThrowsNaming(modulatedInto(buf.rows(0, 3), shift, buf.rows(2, 5)), modulated, "y", "apart from x");
+  expectThrowsNaming(modulatedInto(buf.rows(0, 3), shift, buf.rows(0, 3)), modulated, "y", "apart from x");
+  expectThrowsNaming(modulatedInto(buf.rows(2, 5), buf.rows(0, 2), buf.rows(1, 4)), modulated, "y", "apart from x");
+  const Tensor other = host(randomFloats(Key{9, 5}, 12), {3, 4});
+  expectThrowsNaming(modulatedInto(other, buf.rows(0, 2), buf.rows(1, 4)), modulated, "y", "apart from shift");
+  // gatedNormAddInto writes x: apart from its gate.
+  const Tensor y = host(randomFloats(Key{9, 6}, 12), {3, 4}).to(DType::BF16);
+  expectThrowsNaming([&] { netops::gatedNormAddInto(buf.rows(0, 3), y, w, buf.rows(2, 4), map, 1e-6); },
+                     "gizml::netops::gatedNormAddInto", "x", "apart from gate");
+  // pixelNormInto and groupNormInto: out may be x itself, not a part of it or w or b.
+  const Tensor frames = buf.reshape({5, 2, 2});
+  expectThrowsNaming([&] { netops::pixelNormInto(frames.rows(0, 3), 1e-8, false, frames.rows(1, 4)); },
+                     "gizml::netops::pixelNormInto", "out", "x itself");
+  const char* group = "gizml::netops::groupNormInto";
+  expectThrowsNaming([&] { netops::groupNormInto(buf.rows(0, 4), 2, w, w, 1e-5, false, buf.rows(1, 5)); }, group, "out",
+                     "x itself");
+  const Tensor x42 = other.rows(0, 2).reshape({4, 2}), inW = buf.rows(0, 1).reshape({4});
+  expectThrowsNaming([&] { netops::groupNormInto(x42, 2, inW, w, 1e-5, false, buf.rows(0, 2).reshape({4, 2})); }, group,
+                     "out", "apart from w");
+  EXPECT_TRUE(sameBits(buf.toVector<float>(), before)) << "nothing written";
+  // In place, x itself, runs.
+  netops::groupNormInto(buf.rows(0, 4), 2, w, w, 1e-5, false, buf.rows(0, 4));
+  netops::pixelNormInto(frames.rows(0, 3), 1e-8, false, frames.rows(0, 3));
+}
+
 // ---- rowNormRopeInto -----------------------------------------------------------------------------------
 
 namespace {

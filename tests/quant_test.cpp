@@ -193,6 +193,45 @@ TEST(HadamardRows, BadInput) {
   EXPECT_TRUE(sameBits(y.toVector<float>(), std::vector<float>(2 * 256, 7.0f))) << "y untouched";
 }
 
+TEST(QuantOutputs, OverlappingTheirInputsIsAnError) {
+  // Views into one buffer: an output sharing a byte with an input, other than x itself where
+  // hadamardRowsInto runs in place, is an error naming the output, and nothing is written.
+  Tensor buf = host(randomFloats(Key{2, 9}, 4 * 256), {4, 256});
+  const std::vector<float> before = buf.toVector<float>();
+  const Tensor x = buf.rows(0, 2);
+  const Tensor column = buf.reshape({4 * 256, 1});  // [rows, 1] views anywhere in buf
+  expectThrowsNaming([&] { netops::hadamardRowsInto(x, buf.rows(1, 3)); }, "gizml::netops::hadamardRowsInto", "y",
+                     "x itself");
+  const char* into = "gizml::netops::int8RowsInto";
+  expectThrowsNaming([&] { netops::int8RowsInto(x, buf.rows(1, 3), Tensor::zeros({2, 1})); }, into, "q",
+                     "apart from x");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, buf.rows(2, 4), column.rows(300, 302)); }, into, "s",
+                     "apart from x");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, buf.rows(2, 4), column.rows(600, 602)); }, into, "s",
+                     "apart from q");
+  // modulatedInt8RowsInto: the codes apart from the modulation.
+  const Tensor w = buf.rows(3, 4).reshape({256}), shift = buf.rows(2, 3), map = host({0, 0}, {2});
+  const Tensor fresh = host(randomFloats(Key{2, 10}, 2 * 256), {2, 256});
+  const Tensor q = buf.rows(2, 4), s = Tensor::zeros({2, 1});
+  expectThrowsNaming([&] { netops::modulatedInt8RowsInto(fresh, w, shift, shift, map, 1e-6, Tensor(), q, s, false); },
+                     "gizml::netops::modulatedInt8RowsInto", "q", "apart from w");
+  // int8RowsProductInto: out apart from every operand.
+  Tensor codes = Tensor::zeros({2, 256});
+  const Tensor scales = host({0.5f, 0.25f}, {2, 1});
+  const char* product = "gizml::netops::int8RowsProductInto";
+  const Tensor inCodes = codes.reshape({256, 2}).rows(0, 2);
+  expectThrowsNaming([&] { netops::int8RowsProductInto(codes, scales, codes, scales, inCodes); }, product, "out",
+                     "apart from qa");
+  Tensor out = host({7.0f, 7.0f, 7.0f, 7.0f}, {2, 2});
+  const Tensor inOut = out.reshape({4}).rows(2, 4);
+  expectThrowsNaming([&] { netops::int8RowsProductInto(codes, scales, codes, scales, out, inOut); }, product, "out",
+                     "apart from bias");
+  EXPECT_TRUE(sameBits(out.toVector<float>(), std::vector<float>(4, 7.0f)));
+  EXPECT_TRUE(sameBits(buf.toVector<float>(), before)) << "nothing written";
+  EXPECT_TRUE(std::all_of(codes.data<float>(), codes.data<float>() + 512, [](float c) { return c == 0.0f; }));
+  netops::hadamardRowsInto(x, x);  // x itself: in place
+}
+
 // ---- int8Rows ---------------------------------------------------------------------------------------
 
 TEST(Int8Rows, MatchesAFloat64Quantizer) {

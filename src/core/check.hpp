@@ -47,6 +47,28 @@ inline float checkedEps(const char* fn, double eps) {
   return static_cast<float>(eps);
 }
 
+/// Whether a and b share a byte of memory (both defined and not empty; a tensor's bytes are one
+/// span from raw()).
+inline bool overlaps(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.bytes() == 0 || b.bytes() == 0) return false;
+  const auto *a0 = static_cast<const char*>(a.raw()), *b0 = static_cast<const char*>(b.raw());
+  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+/// An op's output shares no byte with the named inputs (an op writing where it still reads gives
+/// values that depend on its order of work): each named input is apart from `out`, except
+/// `inPlace` (nullptr for none), which may also be out itself — the same address and bytes.
+inline void requireApart(const char* fn, const char* outName, const Tensor& out,
+                         std::initializer_list<std::pair<const char*, const Tensor*>> inputs,
+                         const Tensor* inPlace = nullptr) {
+  for (const auto& [name, t] : inputs) {
+    if (!overlaps(out, *t)) continue;
+    if (t == inPlace && out.raw() == t->raw() && out.bytes() == t->bytes()) continue;
+    const std::string itself = t == inPlace ? " (or " + std::string(name) + " itself)" : "";
+    fail(fn, outName, "expected memory apart from " + std::string(name) + itself + ", got an overlap");
+  }
+}
+
 /// All named tensors on the first one's device.
 inline void requireSameDevice(const char* fn, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
   const auto& first = *ts.begin();

@@ -27,22 +27,25 @@ namespace gizml::netops {
 Tensor modulatedNorm(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                      double eps, bool centered);
 /// modulatedNorm into y [rows, width]: BF16 on a GPU; BF16 or F32 on the host (BF16: each value
-/// rounded once, to nearest even). y is untouched when an argument is bad.
+/// rounded once, to nearest even). y sharing memory with x, w, shift, scale or map is an error.
+/// y is untouched when an argument is bad.
 void modulatedNormInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
                        const Tensor& map, double eps, bool centered, const Tensor& y);
 
 /// In place on x [rows, width] F32, with y [rows, width] BF16, w [width] and gate [mods, width] F32
 /// and map [rows] as modulatedNorm's: per row r, with r' = rsqrt(dot16(y, y) / width + F32(eps)),
 ///   x = fma((y * r') * w, gate[map[r]], x)
-/// (the SPEC's product order: (y * r') * w, then one fma with the gate and x). Bad map entries as
-/// modulatedNorm's: on the host x is untouched.
+/// (the SPEC's product order: (y * r') * w, then one fma with the gate and x). x sharing memory
+/// with y, w, gate or map is an error. Bad map entries as modulatedNorm's: on the host x is
+/// untouched.
 void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const Tensor& gate, const Tensor& map,
                       double eps);
 
 /// x [frames, c, pixels] (c >= 1), F32 or BF16, into out of x's dtype and shape (out may be x):
 /// per frame and pixel, ss = the chain over channels of x * x (acc = fma(x, x, acc) from +0, in
 /// channel order); y = x * rsqrt(ss / c + F32(eps)), then SiLU (gizml's own) when act; stored
-/// as out's dtype (BF16: rounded once). PyTorch's pixel norm is eps = 1e-8.
+/// as out's dtype (BF16: rounded once). PyTorch's pixel norm is eps = 1e-8. Any other overlap of
+/// out with x than x itself is an error.
 void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out);
 
 /// Raw rows of BF16 values (std::uint16_t bits) on gpu's device (Gpu::host() for host memory), in
@@ -74,7 +77,7 @@ Tensor groupNorm(const Tensor& x, std::int64_t groups, const Tensor& w, const Te
                  DType dtype);
 /// groupNorm into out (x's shape and device, F32 or BF16: the dtype the values are stored as).
 /// out may be x itself (F32, in place: each value is read before it is written); no other overlap
-/// of out with x, w or b is allowed. A failed check leaves out untouched.
+/// of out with x, w or b is allowed (an error). A failed check leaves out untouched.
 void groupNormInto(const Tensor& x, std::int64_t groups, const Tensor& w, const Tensor& b, double eps, bool act,
                    const Tensor& out);
 

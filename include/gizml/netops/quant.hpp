@@ -16,8 +16,8 @@ namespace gizml::netops {
 /// signs row d of H4. A NaN makes its whole 256-block NaN; a ±inf makes it ±inf (two may make NaN).
 Tensor hadamardRows(const Tensor& x);
 /// hadamardRows into y (F32, x's shape and device). y may be x itself (F32, in place: each
-/// 256-block is read whole before any of it is written); no other overlap is allowed. A failed
-/// check leaves y untouched.
+/// 256-block is read whole before any of it is written); no other overlap is allowed (an error).
+/// A failed check leaves y untouched.
 void hadamardRowsInto(const Tensor& x, const Tensor& y);
 /// Weight rows w [out, in] rotated to fit activations rotated by hadamardRows: (x H)(w H)ᵀ =
 /// x wᵀ, H being symmetric and its own inverse, so this is the same transform of each 256 values
@@ -38,15 +38,16 @@ struct Int8RowsResult {
 /// 0 (finite / inf = 0, inf / inf = NaN → 0).
 Int8RowsResult int8Rows(const Tensor& x, int bits = 8);
 /// int8Rows into q (x's shape: F32 on the host, I8 / I4 on a GPU) and s ([rows, 1] F32), all on
-/// x's device. Nothing is written when an argument is wrong.
+/// x's device, apart from x and from each other (an overlap is an error). Nothing is written when
+/// an argument is wrong.
 void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits = 8);
 
 /// int8Rows of modulatedNorm's rows rounded to BF16, in one pass: the same bits as
 /// modulatedNormInto(x, w, shift, scale, map, eps, centered, a BF16 y), then int8RowsInto(y, q, s,
 /// bits) (SPEC §1.6). x [rows, width] F32 with width a multiple of 256; w, shift, scale and map as
 /// modulatedNorm's; q and s as int8RowsInto's. y: Tensor() for none, or BF16 [rows, width], which
-/// then receives the BF16 rows too. On a GPU a bad map entry sets the device error flag and its
-/// row is skipped.
+/// then receives the BF16 rows too. The outputs (y, q, s) share no memory with the inputs or each
+/// other (an error). On a GPU a bad map entry sets the device error flag and its row is skipped.
 void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                            double eps, const Tensor& y, const Tensor& q, const Tensor& s, bool centered, int bits = 8);
 
@@ -66,9 +67,9 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
 /// gives inf or NaN products (0 * inf = NaN). Every argument on one device.
 Tensor int8RowsProduct(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb,
                        const Tensor& bias = Tensor());
-/// int8RowsProduct into out ([m, n] on the operands' device, not overlapping them): F32, or BF16
-/// (each value, bias added, rounded once to nearest even, as a W8A8 layer hands its output on).
-/// Nothing is written when an argument is wrong.
+/// int8RowsProduct into out ([m, n] on the operands' device): F32, or BF16 (each value, bias
+/// added, rounded once to nearest even, as a W8A8 layer hands its output on). out sharing memory
+/// with an operand is an error. Nothing is written when an argument is wrong.
 void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, const Tensor& sb, const Tensor& out,
                          const Tensor& bias = Tensor());
 

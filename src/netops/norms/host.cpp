@@ -554,6 +554,7 @@ void modulatedNormRun(const char* fn, const Tensor& x, const Tensor& w, const Te
   if (y.dtype() != DType::BF16 && !(y.dtype() == DType::F32 && y.device().isHost()))
     fail(fn, "y", "expected BF16 (or F32 on the host), got " + dtypeName(y.dtype()) + " on " + y.device().name());
   detail::requireShape(fn, "y", y, x.shape());
+  detail::requireApart(fn, "y", y, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}});
   if (y.dtype() == DType::BF16) a.yBF16 = y.data<std::uint16_t>();
   else a.y = y.data<float>();
   detail::run<norms::ModulatedNorm>(detail::gpuOf(x), a);
@@ -585,6 +586,7 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
   detail::requireVector(fn, "w", w, n);
   checkModulation(fn, "gate", gate, n);
   detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}, {"w", &w}, {"gate", &gate}, {"map", &map}});
+  detail::requireApart(fn, "x", x, {{"y", &y}, {"w", &w}, {"gate", &gate}, {"map", &map}});
   const float eps32 = detail::checkedEps(fn, eps);
   checkMap(fn, map, rows, gate.dim(0));
   detail::run<norms::GatedNormAdd>(detail::gpuOf(x), {x.data<float>(), y.data<std::uint16_t>(), w.data<float>(),
@@ -602,6 +604,7 @@ void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
   detail::requireDType(fn, "out", out, x.dtype());
   detail::requireShape(fn, "out", out, x.shape());
   detail::requireSameDevice(fn, {{"x", &x}, {"out", &out}});
+  detail::requireApart(fn, "out", out, {{"x", &x}}, &x);
   const float eps32 = detail::checkedEps(fn, eps);
   if (x.numel() == 0) return;
   detail::run<norms::PixelNorm>(detail::gpuOf(x), {x.raw(), out.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1),
@@ -668,6 +671,7 @@ void groupNormInto(const Tensor& x, std::int64_t groups, const Tensor& w, const 
     fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
   detail::requireShape(fn, "out", out, x.shape());
   detail::requireSameDevice(fn, {{"x", &x}, {"out", &out}});
+  detail::requireApart(fn, "out", out, {{"x", &x}, {"w", &w}, {"b", &b}}, &x);
   groupNormRun(x, groups, w, b, eps32, act, out);
 }
 

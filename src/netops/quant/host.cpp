@@ -487,6 +487,7 @@ void hadamardRowsInto(const Tensor& x, const Tensor& y) {
   detail::requireDType(fn, "y", y, DType::F32);
   detail::requireShape(fn, "y", y, x.shape());
   detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}});
+  detail::requireApart(fn, "y", y, {{"x", &x}}, &x);
   // In place is safe: the host and the GPU read a whole 256-block before writing any of it.
   detail::run<quant::HadamardRows>(detail::gpuOf(x), {blockRowsOf(x), y.data<float>()});
 }
@@ -513,6 +514,8 @@ void checkCodes(const char* fn, const Tensor& x, const Tensor& q, const Tensor& 
   detail::requireShape(fn, "q", q, x.shape());
   detail::requireDType(fn, "s", s, DType::F32);
   detail::requireShape(fn, "s", s, {x.dim(0), 1});
+  detail::requireApart(fn, "q", q, {{"x", &x}});
+  detail::requireApart(fn, "s", s, {{"x", &x}, {"q", &q}});
 }
 }  // namespace
 
@@ -531,10 +534,14 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
   norms::ModulatedNorm::Args norm = norms::checkModulated(fn, x, w, shift, scale, map, eps, centered);
   checkBlockRows(fn, "x", x, true);
   checkCodes(fn, x, q, s, bits);
+  for (const auto& [name, out] : {std::pair<const char*, const Tensor*>{"q", &q}, {"s", &s}})
+    detail::requireApart(fn, name, *out, {{"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}});
   if (y.defined()) {
     detail::requireDType(fn, "y", y, DType::BF16);
     detail::requireShape(fn, "y", y, x.shape());
     detail::requireSameDevice(fn, {{"x", &x}, {"y", &y}});
+    detail::requireApart(
+        fn, "y", y, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}, {"q", &q}, {"s", &s}});
     norm.yBF16 = y.data<std::uint16_t>();
   }
   const float maxCode = bits == 8 ? 127.0f : 7.0f;

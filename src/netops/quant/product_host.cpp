@@ -417,6 +417,7 @@ void int8RowsProductInto(const Tensor& qa, const Tensor& sa, const Tensor& qb, c
     fail(fn, "out", "expected dtype F32 or BF16, got " + dtypeName(out.dtype()));
   detail::requireShape(fn, "out", out, {qa.dim(0), qb.dim(0)});
   detail::requireSameDevice(fn, {{"qa", &qa}, {"out", &out}});
+  detail::requireApart(fn, "out", out, {{"qa", &qa}, {"sa", &sa}, {"qb", &qb}, {"sb", &sb}, {"bias", &bias}});
   productRun(qa, sa, qb, sb, bias, out);
 }
 
