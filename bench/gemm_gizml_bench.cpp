@@ -24,13 +24,15 @@ void BM_LazyConv(benchmark::State& state) {
   gizml::bench::lazyConv(state, benchDevice(), state.range(0), state.range(1), state.range(2), computeArg(state));
 }
 
-// The exact 8-bit product of int8Rows' codes (made outside the timing) of x [m, k] and w [n, k].
+// The exact 8-bit product of int8Rows' codes (made outside the timing) of x [m, k] and w [n, k],
+// the weights' codes I8.
 void BM_Int8RowsProduct(benchmark::State& state) {
   const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const gizml::Device d = benchDevice();
   if (!gizml::bench::deviceAvailable(state, d)) return;
   const auto qx = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{14, 14}, {m, k}, d));
-  const auto qw = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{15, 15}, {n, k}, d));
+  auto qw = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{15, 15}, {n, k}, d));
+  if (qw.q.dtype() != DType::I8) qw.q = qw.q.to(DType::I8);  // the weights as a layer stores them (the host's are F32)
   gizml::Tensor out = gizml::Tensor::empty({m, n}, DType::F32, d);
   gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
