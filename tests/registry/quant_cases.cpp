@@ -146,9 +146,10 @@ struct ProductShape {
            "]";
   }
 };
-// The host has two forms (product_host.cpp): few rows of a (at most 24 with AVX-512, 8 with AVX2)
-// take the dot products, more the panels; [7, 6] cuts both of the dot form's blocks, and
-// every kind of code and output runs in both forms at 8192 (the panels' blocks of k) and below.
+// The host has two forms (product_host.cpp): few rows of a (at most 8 with AVX-512, 4 with AVX2)
+// take the dot products, more the panels; [3, 5] and [7, 6] cut the dot form's blocks, and every
+// kind of code and output, and a bias, runs in both forms at 8192 (the panels' blocks of k) and
+// below.
 const ProductShape kProductShapes[] = {{1, 1, 256},    {3, 5, 512},     {7, 6, 512},    {64, 64, 256},
                                        {65, 70, 768},  {100, 70, 768},  {17, 130, 1024}, {3, 5, 8192},
                                        {100, 5, 8192}, {128, 256, 3072, true}};
@@ -265,7 +266,8 @@ std::vector<Case> quantCases() {
   for (const ProductShape& s : {kProductShapes[4], kProductShapes[5], kProductShapes[7], kProductShapes[8]})
     cases.push_back(int8RowsProductCase(s, 8, DType::I8, {.into = true, .out = DType::BF16}));
   // A bias: in both forms, over blocks of k, and rounded to BF16 with the product.
-  for (const ProductShape& s : {kProductShapes[2], kProductShapes[4], kProductShapes[5], kProductShapes[8]})
+  for (const ProductShape& s :
+       {kProductShapes[1], kProductShapes[2], kProductShapes[4], kProductShapes[5], kProductShapes[8]})
     cases.push_back(int8RowsProductCase(s, 8, DType::F32, {.bias = true}));
   for (const ProductShape& s : {kProductShapes[4], kProductShapes[5]})
     cases.push_back(int8RowsProductCase(s, 4, DType::I4, {.into = true, .bias = true, .out = DType::BF16}));

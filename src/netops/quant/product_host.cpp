@@ -4,18 +4,19 @@
 // blocks of k, the threads' split. Two forms, by a's rows. Few (decoding: a token, or a few
 // sequences' tokens): dot products, each of b's rows read once as it is stored and widened in
 // registers against a few of a's rows widened beforehand (dotProduct). More: panels. a's rows are
-// widened to 16-bit integers (padded with zero rows to the register block) and all of b widened and
-// packed once into micro-panels (packAll: kLanes rows at a time, transposed in registers), in
-// scratch from the host cache; the micro-kernel is the outer-product form of the F32 GEMMs, on
-// pairs: MR rows of a times a micro-panel of NV vectors of b's columns, each 32-bit lane of a
-// vector one column's pair (b[j][p], b[j][p + 1]); a's pair (a[i][p], a[i][p + 1]) broadcast to
-// every lane, one vpdpwssd (AVX-512 VNNI; vpmaddwd + vpaddd without it, or on AVX2) adds both
-// products to a column's sum. MR x NV vectors of sums stay in registers over a block of kc values
-// of k; the micro-panel's block (kc x 16 NV x 2 bytes, a quarter of L2, sized from the caches read
-// at run time) stays in L2 while a's rows stream past. Between blocks of k the sums wait in the
-// output's memory as int32 bits; the last block converts them (Int8RowsProduct::store, the formula
-// the GPU shares). Work items are (micro-panel, range of rows), taken by the threads in any order;
-// they meet only at the end.
+// widened to 16-bit integers (padded with zero rows to the register block); the micro-kernel is the
+// outer-product form of the F32 GEMMs, on pairs: MR rows of a times a micro-panel of NV vectors of
+// b's columns, each 32-bit lane of a vector one column's pair (b[j][p], b[j][p + 1]); a's pair
+// (a[i][p], a[i][p + 1]) broadcast to every lane, one vpdpwssd (AVX-512 VNNI; vpmaddwd + vpaddd
+// without it, or on AVX2) adds both products to a column's sum. MR x NV vectors of sums stay in
+// registers over a block of kc values of k. The thread that takes a micro-panel widens and packs
+// its block of k from b's codes (packPanel: kLanes rows at a time, transposed in registers; kc x 16
+// NV x 2 bytes, a quarter of L2, sized from the caches read at run time), which stays in L2 while
+// a's rows stream past. Between blocks of k the sums wait in the output's memory as int32 bits; the
+// last block converts them (Int8RowsProduct::store, the formula the GPU shares). Work items are
+// (micro-panel, range of rows), taken by the threads in any order; they meet only at the end.
+// Scratch (a's widened rows, the threads' panel blocks) comes from the host cache, so a product in
+// a loop reuses mapped pages.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -178,26 +179,24 @@ void widenRows(const void* q, Codes codes, std::int64_t rows, std::int64_t k, st
   std::fill(to + rows * k, to + padded * k, std::int16_t{0});
 }
 
-/// All of b (codes [n, k]) widened and packed once, as the micro-kernel reads it: micro-panel t
-/// (columns [t kPanelColumns, (t + 1) kPanelColumns), zeros past n) at packed + t kPanelColumns k,
-/// in it pair q (b[j][2q], b[j][2q + 1]) of column j at 2 (q kPanelColumns + j - t kPanelColumns),
-/// so a block of k from k0 starts k0 kPanelColumns further. kLanes columns at a time: kLanes
-/// vectors of 2 kLanes codes each (a row's pairs in lanes) transposed into kLanes vectors of
-/// pairs (the columns in lanes).
-void packAll(const void* b, Codes codes, std::int64_t n, std::int64_t k, std::int16_t* packed) {
-  // Groups of kLanes columns over every micro-panel: columns past n widen to zeros.
-  const std::int64_t rowBytes = codeRowBytes(codes, k), groups = (n + kPanelColumns - 1) / kPanelColumns * kNV;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int64_t j0 = g * kLanes, t = j0 / kPanelColumns;
-    std::int16_t* to = packed + t * kPanelColumns * k + 2 * (j0 - t * kPanelColumns);
-    for (std::int64_t p = 0; p < k; p += 2 * kLanes) {
+/// Columns [j0, j0 + kPanelColumns) of b (codes [n, k]; zeros past n), values [k0, k0 + len) of
+/// k, widened and packed as the micro-kernel reads them: pair q (b[j][k0 + 2q], b[j][k0 + 2q + 1])
+/// of column j at panel + 2 (q kPanelColumns + j - j0). kLanes columns at a time: kLanes vectors
+/// of 2 kLanes codes each (a row's pairs in lanes) transposed into kLanes vectors of pairs (the
+/// columns in lanes).
+void packPanel(const void* b, Codes codes, std::int64_t n, std::int64_t k, std::int64_t j0, std::int64_t k0,
+               std::int64_t len, std::int16_t* panel) {
+  const std::int64_t rowBytes = codeRowBytes(codes, k);
+  for (int v = 0; v < kNV; ++v) {
+    const std::int64_t first = j0 + v * kLanes;
+    for (std::int64_t p = 0; p < len; p += 2 * kLanes) {
       Lanes r[kLanes];
       for (int i = 0; i < kLanes; ++i)
-        r[i] = j0 + i < n ? codesAt(static_cast<const std::uint8_t*>(b) + (j0 + i) * rowBytes, codes, p) : zeroLanes();
+        r[i] = first + i < n ? codesAt(static_cast<const std::uint8_t*>(b) + (first + i) * rowBytes, codes, k0 + p)
+                             : zeroLanes();
       transposeLanes(r);
       for (int q = 0; q < kLanes; ++q)
-        storeLanes(reinterpret_cast<std::int32_t*>(to + (p + 2 * q) * kPanelColumns), r[q]);
+        storeLanes(reinterpret_cast<std::int32_t*>(panel + (p + 2 * q) * kPanelColumns + 2 * v * kLanes), r[q]);
     }
   }
 }
@@ -231,14 +230,14 @@ inline void microSums(const std::int16_t* a, std::int64_t k, const std::int16_t*
 /// copy, no panels), kDotColumns of them at a time against R widened rows of a, a sum in each lane
 /// of each accumulator, its lanes added at the end (integers: any order).
 /// kMostDotRows: up to how many rows of a the dot form is faster, measured on [m, 3072] x [3072,
-/// 3072] with I8 weights (AMD Zen 5, 2 threads, best of 30): below it the panels' packing of all
-/// of b costs more than their faster arithmetic saves.
+/// 3072] with I8 weights (AMD Zen 5, 2 threads, best of 30): up to it the panels' packing of b
+/// and their register block of kMR rows cost more than their faster arithmetic saves.
 #if defined(__AVX512BW__)
 constexpr int kDotRows = 4, kDotColumns = 4;  // 16 sums + 4 of b + 1 of a: 21 of 32 registers
-constexpr std::int64_t kMostDotRows = 24;     // 1.00 ms against 1.07 at 24 rows, 1.38 against 1.31 at 32
+constexpr std::int64_t kMostDotRows = 8;      // 0.31 ms against 0.43 at 8 rows, 0.455 against 0.440 at 12
 #else
 constexpr int kDotRows = 2, kDotColumns = 4;  // 8 sums + 4 of b + 1 of a: 13 of 16 registers
-constexpr std::int64_t kMostDotRows = 8;      // 0.90 ms against 1.07 at 8 rows, 1.31 against 1.06 at 12
+constexpr std::int64_t kMostDotRows = 4;      // 0.417 ms against 0.428 at 4 rows, 0.62 against 0.43 at 6
 #endif
 
 template <int R>
@@ -294,9 +293,8 @@ void Int8RowsProduct::host(const Args& a) {
   if (m == 0 || n == 0) return;
   if (m <= kMostDotRows) return dotProduct(a);
   const std::int64_t rowBlocks = (m + kMR - 1) / kMR, panels = (n + kPanelColumns - 1) / kPanelColumns;
-  detail::HostScratch<std::int16_t> wa(rowBlocks * kMR * k), packed(panels * kPanelColumns * k);
+  detail::HostScratch<std::int16_t> wa(rowBlocks * kMR * k);
   widenRows(a.a, a.aCodes, m, k, rowBlocks * kMR, wa.data());
-  packAll(a.b, a.bCodes, n, k, packed.data());
   // kc: a micro-panel of kc values a quarter of L2 (a multiple of 256, at least 256). A BF16
   // output cannot hold a sum between blocks of k: one block of all k.
   const std::int64_t panelBytesPerValue = 2 * kPanelColumns;
@@ -306,17 +304,21 @@ void Int8RowsProduct::host(const Args& a) {
   const int threads = omp_get_max_threads();
   const std::int64_t rowRanges = std::clamp<std::int64_t>((4 * threads + panels - 1) / panels, 1, rowBlocks);
   const std::int64_t items = panels * rowRanges;
+  // Each thread's micro-panel block, in scratch from the host cache.
+  detail::HostScratch<std::int16_t> panelBlocks(threads * kc * kPanelColumns);
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t item = 0; item < items; ++item) {
+    std::int16_t* const panel = panelBlocks.data() + omp_get_thread_num() * kc * kPanelColumns;
     const std::int64_t p = item / rowRanges, range = item % rowRanges;
     const std::int64_t j0 = p * kPanelColumns, columns = std::min<std::int64_t>(kPanelColumns, n - j0);
     const std::int64_t firstBlock = rowBlocks * range / rowRanges, lastBlock = rowBlocks * (range + 1) / rowRanges;
     for (std::int64_t k0 = 0; k0 < k; k0 += kc) {
       const std::int64_t len = std::min(kc, k - k0);
       const bool firstK = k0 == 0, lastK = k0 + len == k;
+      packPanel(a.b, a.bCodes, n, k, j0, k0, len, panel);
       for (std::int64_t ib = firstBlock; ib < lastBlock; ++ib) {
         std::int32_t sums[kMR][kPanelColumns];
-        microSums(wa.data() + ib * kMR * k + k0, k, packed.data() + (p * k + k0) * kPanelColumns, len / 2, sums);
+        microSums(wa.data() + ib * kMR * k + k0, k, panel, len / 2, sums);
         for (int i = 0; i < kMR && ib * kMR + i < m; ++i) {
           const std::int64_t row = ib * kMR + i;
           // Between blocks of k the (F32) output holds the sum so far as int32 bits.
