@@ -36,8 +36,9 @@ GIZML_HD std::int64_t codeRowBytes(Codes codes, std::int64_t k) {
 }
 
 /// out [m, n] = int8ProductValue(Σ_p a[i, p] b[j, p], sa[i], sb[j]) (+ bias[j] where there is a
-/// bias), F32 or (outBF16) rounded once to BF16; a [m, k] and b [n, k] codes, k a positive multiple of 256 up to kMostProductK (checked
-/// by the public function, which also checks F32 codes are integers in [-128, 127]).
+/// bias), F32 or (outBF16) rounded once to BF16; a [m, k] and b [n, k] codes, k a positive
+/// multiple of 256 up to kMostProductK (checked by the public function, which also checks F32
+/// codes are integers in [-128, 127]).
 struct Int8RowsProduct {
   static constexpr const char* kName = "gizml::netops::int8RowsProduct";
   struct Args {

@@ -263,9 +263,7 @@ void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64
     }
   }
   for (int i = 0; i < R; ++i)
-    for (int c = 0; c < columns; ++c) {
-      Int8RowsProduct::store(a, i0 + i, j0 + c, laneSum(acc[i][c]));
-    }
+    for (int c = 0; c < columns; ++c) Int8RowsProduct::store(a, i0 + i, j0 + c, laneSum(acc[i][c]));
 }
 
 /// dotBlock of R = rows (1 to R).
