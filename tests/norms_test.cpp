@@ -916,6 +916,14 @@ TEST(RowNormRope, BadInput) {
   expectThrowsNaming(call(v.data(), 10, 2, 8, 6, w, 1e-6, c, s), fn, "width");
   expectThrowsNaming(call(v.data(), 10, -1, 8, 4, w, 1e-6, c, s), fn, "rows");
   expectThrowsNaming(call(v.data(), 10, 2, 8, 4, w, -1.0, c, s), fn, "eps");
+  // Tables inside the rows (written in place): w in the last row's values, cos from the first's.
+  std::vector<std::uint16_t> big(64);
+  const auto* inRows = reinterpret_cast<const float*>(big.data());
+  expectThrowsNaming(call(big.data(), 10, 2, 8, 4, inRows + 8, 1e-6, c, s), fn, "w", "apart from the rows");
+  expectThrowsNaming(call(big.data(), 10, 2, 8, 4, w, 1e-6, inRows + 1, s), fn, "cos");
+  expectThrowsNaming(call(big.data() + 16, 10, 2, 8, 4, w, 1e-6, c, inRows + 1), fn, "sin");
+  EXPECT_EQ(big, std::vector<std::uint16_t>(64)) << "the rows must be untouched";
+  netops::rowNormRopeInto(g, big.data() + 32, 10, 1, 8, 4, w, 1e-6, inRows, inRows + 4);  // tables before the row
   EXPECT_EQ(v, in.v) << "the rows must be untouched";
 }
 

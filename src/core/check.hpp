@@ -47,12 +47,16 @@ inline float checkedEps(const char* fn, double eps) {
   return static_cast<float>(eps);
 }
 
-/// Whether a and b share a byte of memory (both defined and not empty; a tensor's bytes are one
-/// span from raw()).
+/// Whether the bytes [a, a + aBytes) and [b, b + bBytes) share one.
+inline bool spansOverlap(const void* a, std::size_t aBytes, const void* b, std::size_t bBytes) {
+  if (aBytes == 0 || bBytes == 0) return false;
+  const auto *a0 = static_cast<const char*>(a), *b0 = static_cast<const char*>(b);
+  return a0 < b0 + bBytes && b0 < a0 + aBytes;
+}
+
+/// Whether a and b share a byte of memory (both defined; a tensor's bytes are one span from raw()).
 inline bool overlaps(const Tensor& a, const Tensor& b) {
-  if (!a.defined() || !b.defined() || a.bytes() == 0 || b.bytes() == 0) return false;
-  const auto *a0 = static_cast<const char*>(a.raw()), *b0 = static_cast<const char*>(b.raw());
-  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+  return a.defined() && b.defined() && spansOverlap(a.raw(), a.bytes(), b.raw(), b.bytes());
 }
 
 /// An op's output shares no byte with the named inputs (an op writing where it still reads gives

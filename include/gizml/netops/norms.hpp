@@ -57,7 +57,8 @@ void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out);
 ///   v[.. + e] = fma(p, cos[j], -(q * sin[j]))    v[.. + e + head / 2] = fma(q, cos[j], p * sin[j])
 /// stored back as BF16 (rounded once). w [width], cos and sin [rows, width / 2] are F32 on the same
 /// device. The values past width in each stride are untouched. Null addresses, stride < width, a
-/// head that is odd or does not divide width, rows < 0 and eps < 0 are gizml::Error.
+/// head that is odd or does not divide width, rows < 0, eps < 0, and w, cos or sin sharing memory
+/// with the rows are gizml::Error.
 void rowNormRopeInto(const Gpu& gpu, std::uint16_t* at, std::int64_t stride, std::int64_t rows, std::int64_t width,
                      std::int64_t head, const float* w, double eps, const float* cos, const float* sin);
 

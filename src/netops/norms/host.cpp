@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <cstddef>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/caches.hpp"
@@ -688,6 +690,13 @@ void rowNormRopeInto(const Gpu& gpu, std::uint16_t* at, std::int64_t stride, std
     if (p == nullptr) fail(fn, name, "expected an address, got null");
   const float eps32 = detail::checkedEps(fn, eps);
   if (rows == 0) return;
+  // The rows are written in place; the tables they read must lie apart from them.
+  const auto rowBytes = static_cast<std::size_t>(((rows - 1) * stride + width) * 2);
+  const auto tableBytes = static_cast<std::size_t>(rows * (width / 2) * 4);
+  for (const auto& [name, p, bytes] : {std::tuple<const char*, const void*, std::size_t>{"w", w, width * 4},
+                                       {"cos", cos, tableBytes}, {"sin", sin, tableBytes}})
+    if (detail::spansOverlap(at, rowBytes, p, bytes))
+      fail(fn, name, "expected memory apart from the rows at `at`, got an overlap");
   detail::run<norms::RowNormRope>(gpu, {at, stride, rows, width, head, w, cos, sin, eps32});
 }
 
