@@ -19,9 +19,15 @@ namespace gizml::netops::quant {
 /// 131071; the widths int8Rows gives are multiples of 256, the largest such 130816.
 constexpr std::int64_t kMostProductK = 130816;
 
-/// Element (i, j) of the product from its integer sum: (F32(sum) * sa[i]) * sb[j], F32(sum) rounded
-/// to nearest even (exact for |sum| <= 2^24).
-GIZML_HD float int8ProductValue(std::int32_t sum, float sa, float sb) { return (static_cast<float>(sum) * sa) * sb; }
+/// Element (i, j) of the product from its integer sum converted to F32 (nearest even, exact for
+/// |sum| <= 2^24): (F32(sum) * sa[i]) * sb[j], then + bias[j] where there is a bias (one F32 add;
+/// none without one, so a -0 product stays -0). F: a float, or the host's 16 lanes of them
+/// (exact/vec16.hpp: the panels' epilogue), lane by lane the same formula.
+template <class F>
+GIZML_HD F int8ProductValue(F sum, F sa, F sb, const F* bias) {
+  const F value = (sum * sa) * sb;
+  return bias ? value + *bias : value;
+}
 
 /// Code p of a row of codes held as `codes` (F32 integers, I8, or I4 two a byte, low nibble first).
 GIZML_HD int codeAt(const void* row, Codes codes, std::int64_t p) {
@@ -53,11 +59,11 @@ struct Int8RowsProduct {
     void* out;          // F32, or BF16 where outBF16
     bool outBF16;
   };
-  /// Stores out[row, col] from its integer sum: int8ProductValue, then + bias[col] (one F32 add;
-  /// none without a bias), then rounded once to BF16 where outBF16.
+  /// Stores out[row, col] from its integer sum: int8ProductValue (its bias included), rounded once
+  /// to BF16 where outBF16.
   GIZML_HD static void store(const Args& a, std::int64_t row, std::int64_t col, std::int32_t sum) {
-    float value = int8ProductValue(sum, a.sa[row], a.sb[col]);
-    if (a.bias) value = value + a.bias[col];
+    const float value =
+        int8ProductValue(static_cast<float>(sum), a.sa[row], a.sb[col], a.bias ? a.bias + col : nullptr);
     if (a.outBF16) static_cast<std::uint16_t*>(a.out)[row * a.n + col] = exact::floatToBF16(value);
     else static_cast<float*>(a.out)[row * a.n + col] = value;
   }

@@ -13,15 +13,14 @@
 // its block of k from b's codes (packPanel: kLanes rows at a time, transposed in registers; kc x 16
 // NV x 2 bytes, a quarter of L2, sized from the caches read at run time), which stays in L2 while
 // a's rows stream past. Between blocks of k the sums wait in the output's memory as int32 bits; the
-// last block converts them (Int8RowsProduct::store, the formula the GPU shares). Work items are
-// (micro-panel, range of rows), taken by the threads in any order; they meet only at the end.
-// Scratch (a's widened rows, the threads' panel blocks) comes from the host cache, so a product in
-// a loop reuses mapped pages.
+// last block converts them, 16 columns at a time (finishTile: int8ProductValue on 16 lanes, the
+// formula the scalar store and the GPU share). Work items are (micro-panel, range of rows), taken
+// by the threads in any order; they meet only at the end. Scratch (a's widened rows, the threads'
+// panel blocks) comes from the host cache, so a product in a loop reuses mapped pages.
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +30,8 @@
 #include "core/check.hpp"
 #include "core/dispatch.hpp"
 #include "core/host_memory.hpp"
+#include "exact/row16.hpp"
+#include "exact/vec16.hpp"
 #include "gizml/netops/quant.hpp"
 #include "netops/quant/product.hpp"
 
@@ -225,6 +226,56 @@ inline void microSums(const std::int16_t* a, std::int64_t k, const std::int16_t*
     for (int v = 0; v < kNV; ++v) storeLanes(sums[i] + v * kLanes, acc[i][v]);
 }
 
+/// The int32 sums the F32 output holds between blocks of k (their bits), 16 columns (count of them).
+inline exact::i32x16 heldSums(const float* at, std::int64_t count) {
+  const exact::f32x16 bits = exact::load16(at, count);
+  exact::i32x16 sums;
+  std::memcpy(&sums, &bits, sizeof sums);
+  return sums;
+}
+inline void holdSums(float* at, exact::i32x16 sums, std::int64_t count) {
+  exact::f32x16 bits;
+  std::memcpy(&bits, &sums, sizeof bits);
+  exact::store16(at, bits, count);
+}
+
+/// A micro-tile's sums after a block of k, for rows [row0, row0 + rows) and columns [j0, j0 +
+/// columns), 16 columns at a time: added to the sums so far (unless firstK), which wait in the F32
+/// output as int32 bits; then held there again, or (lastK) stored as Int8RowsProduct's values, the
+/// lanes through int8ProductValue (the formula the scalar store and the GPU use).
+void finishTile(const Int8RowsProduct::Args& a, const std::int32_t (&sums)[kMR][kPanelColumns], std::int64_t row0,
+                int rows, std::int64_t j0, std::int64_t columns, bool firstK, bool lastK) {
+  for (int i = 0; i < rows; ++i) {
+    const std::int64_t row = row0 + i;
+    float* const held = static_cast<float*>(a.out) + row * a.n + j0;
+    for (std::int64_t c = 0; c < columns; c += 16) {
+      const std::int64_t count = std::min<std::int64_t>(16, columns - c);
+      exact::i32x16 sum;
+      std::memcpy(&sum, sums[i] + c, sizeof sum);
+      if (!firstK) sum += heldSums(held + c, count);
+      if (!lastK) {
+        holdSums(held + c, sum, count);
+        continue;
+      }
+      const exact::f32x16 bias = a.bias ? exact::load16(a.bias + j0 + c, count) : exact::f32x16{};
+      const exact::f32x16 value = int8ProductValue(exact::toFloat(sum), exact::splat(a.sa[row]),
+                                                   exact::load16(a.sb + j0 + c, count), a.bias ? &bias : nullptr);
+      if (!a.outBF16) {
+        exact::store16(held + c, value, count);
+      } else {
+        std::uint16_t* const to = static_cast<std::uint16_t*>(a.out) + row * a.n + j0 + c;
+        if (count == 16) {
+          exact::storeBF16x16(to, value);
+        } else {
+          float lanes[16];
+          exact::store16(lanes, value, 16);
+          for (std::int64_t l = 0; l < count; ++l) to[l] = exact::floatToBF16(lanes[l]);
+        }
+      }
+    }
+  }
+}
+
 /// The dot-product form, for few rows of a (decoding: a token, or a few sequences' tokens), where
 /// the panels would cost more than they save: b's rows read once, as they are stored (no widened
 /// copy, no panels), kDotColumns of them at a time against R widened rows of a, a sum in each lane
@@ -317,16 +368,8 @@ void Int8RowsProduct::host(const Args& a) {
       for (std::int64_t ib = firstBlock; ib < lastBlock; ++ib) {
         std::int32_t sums[kMR][kPanelColumns];
         microSums(wa.data() + ib * kMR * k + k0, k, panel, len / 2, sums);
-        for (int i = 0; i < kMR && ib * kMR + i < m; ++i) {
-          const std::int64_t row = ib * kMR + i;
-          // Between blocks of k the (F32) output holds the sum so far as int32 bits.
-          float* held = static_cast<float*>(a.out) + row * n + j0;
-          for (std::int64_t j = 0; j < columns; ++j) {
-            const std::int32_t sum = firstK ? sums[i][j] : std::bit_cast<std::int32_t>(held[j]) + sums[i][j];
-            if (lastK) store(a, row, j0 + j, sum);
-            else held[j] = std::bit_cast<float>(sum);
-          }
-        }
+        finishTile(a, sums, ib * kMR, static_cast<int>(std::min<std::int64_t>(kMR, m - ib * kMR)), j0, columns,
+                   firstK, lastK);
       }
     }
   }
