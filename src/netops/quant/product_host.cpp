@@ -291,8 +291,31 @@ constexpr int kDotRows = 2, kDotColumns = 4;  // 8 sums + 4 of b + 1 of a: 13 of
 constexpr std::int64_t kMostDotRows = 4;      // 0.417 ms against 0.428 at 4 rows, 0.62 against 0.43 at 6
 #endif
 
-template <int R>
-void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64_t i0, std::int64_t j0) {
+/// A step's codes of a 4-bit row as stored, in dotBlock's split order (kNibbles): `half` 0 the
+/// low nibbles of 2 kLanes bytes from byte p / 2 (codes p, p + 2, ...), 1 the high ones (codes
+/// p + 1, p + 3, ...), each as its code + 8 in [0, 15] (the nibble with its top bit flipped):
+/// unsigned, so no sign to extend.
+inline Lanes nibblesAt(const void* row, std::int64_t p, int half) {
+  const auto* at = static_cast<const std::uint8_t*>(row) + p / 2;
+#if defined(__AVX512BW__)
+  const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)), _mm256_set1_epi8(-0x78));
+  const __m256i shifted = half ? _mm256_srli_epi16(v, 4) : v;
+  return _mm512_cvtepu8_epi16(_mm256_and_si256(shifted, _mm256_set1_epi8(0x0F)));
+#else
+  const __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)), _mm_set1_epi8(-0x78));
+  const __m128i shifted = half ? _mm_srli_epi16(v, 4) : v;
+  return _mm256_cvtepu8_epi16(_mm_and_si128(shifted, _mm_set1_epi8(0x0F)));
+#endif
+}
+
+/// out[i0 .. i0 + R, j0 .. j0 + kDotColumns) (the columns past n skipped): each b row's codes
+/// against R widened rows of a, one accumulator a pair (row, column). kNibbles (b's codes I4):
+/// b's nibbles are taken as they lie, code + 8 (nibblesAt), against a's rows widened in split
+/// order (in each step of 4 kLanes codes, the even ones then the odd ones: splitRows), and the
+/// sum corrected by -8 Σ a[i] (aSums): integers, so the same sums.
+template <int R, bool kNibbles>
+void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, const std::int32_t* aSums, std::int64_t i0,
+              std::int64_t j0) {
   const std::int64_t k = a.k;
   const void* b[kDotColumns];
   const int columns = static_cast<int>(std::min<std::int64_t>(kDotColumns, a.n - j0));
@@ -302,37 +325,65 @@ void dotBlock(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64
   Lanes acc[R][kDotColumns];
   for (auto& row : acc)
     for (auto& v : row) v = zeroLanes();
-  for (std::int64_t p = 0; p < k; p += 2 * kLanes) {
-    Lanes bv[kDotColumns];
+  constexpr int kHalves = kNibbles ? 2 : 1;
+  for (std::int64_t p = 0; p < k; p += kHalves * 2 * kLanes)
+    for (int half = 0; half < kHalves; ++half) {
+      Lanes bv[kDotColumns];
 #pragma GCC unroll 4
-    for (int c = 0; c < kDotColumns; ++c) bv[c] = codesAt(b[c], a.bCodes, p);
+      for (int c = 0; c < kDotColumns; ++c) bv[c] = kNibbles ? nibblesAt(b[c], p, half) : codesAt(b[c], a.bCodes, p);
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) {
-      const Lanes ai = loadLanes(wa + (i0 + i) * k + p);
+      for (int i = 0; i < R; ++i) {
+        const Lanes ai = loadLanes(wa + (i0 + i) * k + p + half * 2 * kLanes);
 #pragma GCC unroll 4
-      for (int c = 0; c < kDotColumns; ++c) acc[i][c] = pairDot(acc[i][c], ai, bv[c]);
+        for (int c = 0; c < kDotColumns; ++c) acc[i][c] = pairDot(acc[i][c], ai, bv[c]);
+      }
     }
-  }
   for (int i = 0; i < R; ++i)
-    for (int c = 0; c < columns; ++c) Int8RowsProduct::store(a, i0 + i, j0 + c, laneSum(acc[i][c]));
+    for (int c = 0; c < columns; ++c)
+      Int8RowsProduct::store(a, i0 + i, j0 + c, laneSum(acc[i][c]) - (kNibbles ? 8 * aSums[i0 + i] : 0));
 }
 
 /// dotBlock of R = rows (1 to R).
-template <int R>
-void dotRows(const Int8RowsProduct::Args& a, const std::int16_t* wa, std::int64_t i0, std::int64_t j0,
-             std::int64_t rows) {
-  if (rows == R) dotBlock<R>(a, wa, i0, j0);
-  else if constexpr (R > 1) dotRows<R - 1>(a, wa, i0, j0, rows);
+template <int R, bool kNibbles>
+void dotRows(const Int8RowsProduct::Args& a, const std::int16_t* wa, const std::int32_t* aSums, std::int64_t i0,
+             std::int64_t j0, std::int64_t rows) {
+  if (rows == R) dotBlock<R, kNibbles>(a, wa, aSums, i0, j0);
+  else if constexpr (R > 1) dotRows<R - 1, kNibbles>(a, wa, aSums, i0, j0, rows);
+}
+
+/// a's widened rows [rows, k] (in place) in dotBlock's split order, and each row's sum.
+void splitRows(std::int16_t* wa, std::int64_t rows, std::int64_t k, std::int32_t* sums) {
+  constexpr int kStep = 4 * kLanes;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    std::int16_t* row = wa + i * k;
+    std::int32_t sum = 0;
+    for (std::int64_t p = 0; p < k; p += kStep) {
+      std::int16_t step[kStep];
+      for (int e = 0; e < kStep / 2; ++e) {
+        step[e] = row[p + 2 * e];
+        step[kStep / 2 + e] = row[p + 2 * e + 1];
+      }
+      for (int e = 0; e < kStep; ++e) sum += step[e];
+      std::memcpy(row + p, step, sizeof step);
+    }
+    sums[i] = sum;
+  }
 }
 
 void dotProduct(const Int8RowsProduct::Args& a) {
   detail::HostScratch<std::int16_t> wa(a.m * a.k);
   widenRows(a.a, a.aCodes, a.m, a.k, a.m, wa.data());
+  const bool nibbles = a.bCodes == Codes::I4;
+  std::int32_t aSums[kMostDotRows] = {};
+  if (nibbles) splitRows(wa.data(), a.m, a.k, aSums);
   const std::int64_t groups = (a.n + kDotColumns - 1) / kDotColumns;
 #pragma omp parallel for schedule(static)
   for (std::int64_t g = 0; g < groups; ++g)
-    for (std::int64_t i0 = 0; i0 < a.m; i0 += kDotRows)
-      dotRows<kDotRows>(a, wa.data(), i0, g * kDotColumns, std::min<std::int64_t>(kDotRows, a.m - i0));
+    for (std::int64_t i0 = 0; i0 < a.m; i0 += kDotRows) {
+      const std::int64_t rows = std::min<std::int64_t>(kDotRows, a.m - i0), j0 = g * kDotColumns;
+      if (nibbles) dotRows<kDotRows, true>(a, wa.data(), aSums, i0, j0, rows);
+      else dotRows<kDotRows, false>(a, wa.data(), aSums, i0, j0, rows);
+    }
 }
 
 }  // namespace
