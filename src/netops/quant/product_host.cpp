@@ -243,8 +243,12 @@ inline void holdSums(float* at, exact::i32x16 sums, std::int64_t count) {
 /// columns), 16 columns at a time: added to the sums so far (unless firstK), which wait in the F32
 /// output as int32 bits; then held there again, or (lastK) stored as Int8RowsProduct's values, the
 /// lanes through int8ProductValue (the formula the scalar store and the GPU use).
-void finishTile(const Int8RowsProduct::Args& a, const std::int32_t (&sums)[kMR][kPanelColumns], std::int64_t row0,
-                int rows, std::int64_t j0, std::int64_t columns, bool firstK, bool lastK) {
+// Not inlined: inside the items' loop it cost the AVX2 micro-kernel its registers (accumulators
+// spilled to the stack: 393 -> 273 GFLOP/s at [512, 3072] x [3072, 3072]); a call a micro-tile is
+// nothing beside its block of k.
+__attribute__((noinline)) void finishTile(const Int8RowsProduct::Args& a,
+                                          const std::int32_t (&sums)[kMR][kPanelColumns], std::int64_t row0, int rows,
+                                          std::int64_t j0, std::int64_t columns, bool firstK, bool lastK) {
   for (int i = 0; i < rows; ++i) {
     const std::int64_t row = row0 + i;
     float* const held = static_cast<float*>(a.out) + row * a.n + j0;
