@@ -285,14 +285,17 @@ __attribute__((noinline)) void finishTile(const Int8RowsProduct::Args& a,
 /// copy, no panels), kDotColumns of them at a time against R widened rows of a, a sum in each lane
 /// of each accumulator, its lanes added at the end (integers: any order).
 /// kMostDotRows: up to how many rows of a the dot form is faster, measured on [m, 3072] x [3072,
-/// 3072] with I8 weights (AMD Zen 5, 2 threads, best of 30): up to it the panels' packing of b
-/// and their register block of kMR rows cost more than their faster arithmetic saves.
+/// 3072] with I8 weights (AMD Zen 5, 2 threads, best of 30 or 40): up to it the panels' packing of b
+/// and their register block of kMR rows cost more than their faster arithmetic saves. With I4
+/// weights (kMostDotRowsNibbles) the dot form's nibbles cost less, and it wins further.
 #if defined(__AVX512BW__)
 constexpr int kDotRows = 4, kDotColumns = 4;  // 16 sums + 4 of b + 1 of a: 21 of 32 registers
 constexpr std::int64_t kMostDotRows = 8;      // 0.31 ms against 0.43 at 8 rows, 0.455 against 0.440 at 12
+constexpr std::int64_t kMostDotRowsNibbles = 32;  // 0.78 ms against 0.84 at 32 rows, 1.15 against 1.05 at 48
 #else
 constexpr int kDotRows = 2, kDotColumns = 4;  // 8 sums + 4 of b + 1 of a: 13 of 16 registers
 constexpr std::int64_t kMostDotRows = 4;      // 0.417 ms against 0.428 at 4 rows, 0.62 against 0.43 at 6
+constexpr std::int64_t kMostDotRowsNibbles = 8;  // 0.58 ms against 0.77 at 8 rows, 0.90 against 0.72 at 12
 #endif
 
 /// A step's codes of a 4-bit row as stored, in dotBlock's split order (kNibbles): `half` 0 the
@@ -378,7 +381,7 @@ void dotProduct(const Int8RowsProduct::Args& a) {
   detail::HostScratch<std::int16_t> wa(a.m * a.k);
   widenRows(a.a, a.aCodes, a.m, a.k, a.m, wa.data());
   const bool nibbles = a.bCodes == Codes::I4;
-  std::int32_t aSums[kMostDotRows] = {};
+  std::int32_t aSums[kMostDotRowsNibbles] = {};  // the most rows the dot form takes (I4 weights)
   if (nibbles) splitRows(wa.data(), a.m, a.k, aSums);
   const std::int64_t groups = (a.n + kDotColumns - 1) / kDotColumns;
 #pragma omp parallel for schedule(static)
@@ -395,7 +398,7 @@ void dotProduct(const Int8RowsProduct::Args& a) {
 void Int8RowsProduct::host(const Args& a) {
   const std::int64_t m = a.m, n = a.n, k = a.k;
   if (m == 0 || n == 0) return;
-  if (m <= kMostDotRows) return dotProduct(a);
+  if (m <= (a.bCodes == Codes::I4 ? kMostDotRowsNibbles : kMostDotRows)) return dotProduct(a);
   const std::int64_t rowBlocks = (m + kMR - 1) / kMR, panels = (n + kPanelColumns - 1) / kPanelColumns;
   detail::HostScratch<std::int16_t> wa(rowBlocks * kMR * k);
   widenRows(a.a, a.aCodes, m, k, rowBlocks * kMR, wa.data());
