@@ -250,11 +250,7 @@ void Lazy::storeInto(const Tensor& out) const {
 
   // On the host the epilogue is applied as each tile of the product leaves the registers
   // (gemmStoreHost), unless out overlaps an input: then the product is computed first, below.
-  auto overlapsOut = [&](const Tensor& t) {
-    if (!t.defined() || t.bytes() == 0 || out.bytes() == 0) return false;
-    const auto *o0 = static_cast<const char*>(out.raw()), *t0 = static_cast<const char*>(t.raw());
-    return t0 < o0 + out.bytes() && o0 < t0 + t.bytes();
-  };
+  auto overlapsOut = [&](const Tensor& t) { return detail::overlaps(out, t); };
   bool apart = !overlapsOut(a_) && !overlapsOut(b_);  // out can be written as the chains finish
   for (const Step& s : steps_) apart = apart && !overlapsOut(s.tensor);
   const bool fused = device().isHost() && apart;

@@ -226,17 +226,17 @@ inline void microSums(const std::int16_t* a, std::int64_t k, const std::int16_t*
     for (int v = 0; v < kNV; ++v) storeLanes(sums[i] + v * kLanes, acc[i][v]);
 }
 
-/// The int32 sums the F32 output holds between blocks of k (their bits), 16 columns (count of them).
-inline exact::i32x16 heldSums(const float* at, std::int64_t count) {
-  const exact::f32x16 bits = exact::load16(at, count);
+/// The int32 sums the F32 output holds between blocks of k (their bits), at `at` of its row.
+inline exact::i32x16 heldSums(const exact::HostRow::At& at, const float* row) {
+  const exact::f32x16 bits = at.load(row);
   exact::i32x16 sums;
   std::memcpy(&sums, &bits, sizeof sums);
   return sums;
 }
-inline void holdSums(float* at, exact::i32x16 sums, std::int64_t count) {
+inline void holdSums(const exact::HostRow::At& at, float* row, exact::i32x16 sums) {
   exact::f32x16 bits;
   std::memcpy(&bits, &sums, sizeof bits);
-  exact::store16(at, bits, count);
+  at.store(row, bits);
 }
 
 /// A micro-tile's sums after a block of k, for rows [row0, row0 + rows) and columns [j0, j0 +
@@ -251,31 +251,21 @@ __attribute__((noinline)) void finishTile(const Int8RowsProduct::Args& a,
                                           std::int64_t j0, std::int64_t columns, bool firstK, bool lastK) {
   for (int i = 0; i < rows; ++i) {
     const std::int64_t row = row0 + i;
-    float* const held = static_cast<float*>(a.out) + row * a.n + j0;
+    float* const outRow = static_cast<float*>(a.out) + row * a.n;
     for (std::int64_t c = 0; c < columns; c += 16) {
-      const std::int64_t count = std::min<std::int64_t>(16, columns - c);
+      const exact::HostRow::At at{j0 + c, std::min<std::int64_t>(16, columns - c), false};
       exact::i32x16 sum;
       std::memcpy(&sum, sums[i] + c, sizeof sum);
-      if (!firstK) sum += heldSums(held + c, count);
+      if (!firstK) sum += heldSums(at, outRow);
       if (!lastK) {
-        holdSums(held + c, sum, count);
+        holdSums(at, outRow, sum);
         continue;
       }
-      const exact::f32x16 bias = a.bias ? exact::load16(a.bias + j0 + c, count) : exact::f32x16{};
-      const exact::f32x16 value = int8ProductValue(exact::toFloat(sum), exact::splat(a.sa[row]),
-                                                   exact::load16(a.sb + j0 + c, count), a.bias ? &bias : nullptr);
-      if (!a.outBF16) {
-        exact::store16(held + c, value, count);
-      } else {
-        std::uint16_t* const to = static_cast<std::uint16_t*>(a.out) + row * a.n + j0 + c;
-        if (count == 16) {
-          exact::storeBF16x16(to, value);
-        } else {
-          float lanes[16];
-          exact::store16(lanes, value, 16);
-          for (std::int64_t l = 0; l < count; ++l) to[l] = exact::floatToBF16(lanes[l]);
-        }
-      }
+      const exact::f32x16 bias = a.bias ? at.load(a.bias) : exact::f32x16{};
+      const exact::f32x16 value = int8ProductValue(exact::toFloat(sum), exact::splat(a.sa[row]), at.load(a.sb),
+                                                   a.bias ? &bias : nullptr);
+      if (a.outBF16) at.store(static_cast<std::uint16_t*>(a.out) + row * a.n, value);
+      else at.store(outRow, value);
     }
   }
 }
