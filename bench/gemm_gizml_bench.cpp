@@ -25,7 +25,9 @@ void BM_LazyConv(benchmark::State& state) {
 }
 
 // The exact 8-bit product of int8Rows' codes (made outside the timing) of x [m, k] and w [n, k],
-// the weights' codes I8.
+// the weights' codes I8. Its bytes (both operands' codes and scales read once, out written once)
+// beside its FLOP/s: with few rows of x it is a read of the weights, to be set against BM_Copy's
+// rate in the same run.
 void BM_Int8RowsProduct(benchmark::State& state) {
   const std::int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const gizml::Device d = benchDevice();
@@ -41,6 +43,8 @@ void BM_Int8RowsProduct(benchmark::State& state) {
     benchmark::DoNotOptimize(out.raw());
   }
   gizml::bench::setFlops(state, gizml::bench::gemmFlops(m, n, k));
+  const std::size_t bytes = qx.q.bytes() + qx.s.bytes() + qw.q.bytes() + qw.s.bytes() + out.bytes();
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
 // Shapes by device: a GPU needs a larger product to fill it; BF16 runs only where matrix cores are.
@@ -52,7 +56,8 @@ void gemmShapes(benchmark::internal::Benchmark* b) {
   }
 }
 void int8ProductShapes(benchmark::internal::Benchmark* b) {
-  b->Args({1, 3072, 3072})->Args({512, 3072, 3072});  // a decoding step's one row, and many
+  // A decoding step's one row, 8 (the dot forms' most on AVX-512 and on a GPU), and many.
+  b->Args({1, 3072, 3072})->Args({8, 3072, 3072})->Args({512, 3072, 3072});
   if (benchDevice().isCuda()) b->Args({8192, 3072, 3072});
 }
 void convShapes(benchmark::internal::Benchmark* b) {

@@ -127,6 +127,21 @@ T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
 inline void __syncwarp(unsigned mask = 0xffffffffu) { ::gizml::sim::syncWarp(mask); }
 inline int __any_sync(unsigned mask, int predicate) { return ::gizml::sim::warpAny(mask, predicate != 0); }
 
+/// __dp4a: c plus the four products of a's and b's bytes, each a signed byte (dp4a.s32.s32).
+inline int __dp4a(int a, int b, int c) {
+  const auto byte = [](int v, int i) { return static_cast<int>(static_cast<std::int8_t>(v >> (8 * i))); };
+  for (int i = 0; i < 4; ++i) c += byte(a, i) * byte(b, i);
+  return c;
+}
+/// __byte_perm (prmt.b32): byte i of the result is byte (s >> 4 i) & 7 of the 8 bytes x, y (x's
+/// first); the default mode only.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const std::uint64_t bytes = (static_cast<std::uint64_t>(y) << 32) | x;
+  unsigned out = 0;
+  for (int i = 0; i < 4; ++i) out |= static_cast<unsigned>((bytes >> (8 * ((s >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+  return out;
+}
+
 inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 

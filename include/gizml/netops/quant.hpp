@@ -59,7 +59,8 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
 /// The sum is of integers, exact in int32 in any order; F32(sum) rounds to nearest even (exact up
 /// to 2^24), then two F32 products, sa's first, then one F32 add (none without a bias: a -0
 /// product stays -0). So it is an exact op: the same bits on the host
-/// (16-bit multiply-adds) and on a GPU (INT8 matrix cores, mma.sync m16n8k32 .s8). Codes: I8, or
+/// (16-bit multiply-adds) and on a GPU (dp4a for up to 8 rows of qa, INT8 matrix cores, mma.sync
+/// m16n8k32 .s8, for more). Codes: I8, or
 /// I4 (two a byte, low nibble first; 4-bit and 8-bit operands may be mixed), on any device; on the
 /// host also F32 integers in [-128, 127] (int8Rows' host form; anything else is an error naming
 /// the argument and the first bad element). k a positive multiple of 256 (int8Rows' widths) up to

@@ -2,7 +2,7 @@
 // SPEC, which has int8Rows, §3 "Diffusion norms and 8-bit rows"; include/gizml/netops/quant.hpp
 // states its contract). Each output is an integer sum, exact in int32 in any order, then one
 // conversion to F32 and two products by the rows' scales: the same bits wherever the sum runs —
-// the host's 16-bit multiply-adds (product_host.cpp) or a GPU's INT8 matrix cores (mma.sync
+// the host's 16-bit multiply-adds (product_host.cpp) or a GPU's dp4a and INT8 matrix cores (mma.sync
 // m16n8k32 .s8, product_cuda.cu).
 #pragma once
 

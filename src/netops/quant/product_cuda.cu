@@ -1,13 +1,21 @@
-// int8RowsProduct on a CUDA GPU: INT8 matrix cores (mma.sync m16n8k32 .s8, int32 accumulators).
-// An integer sum is exact in any order, so the tiles, the k steps and the instruction's own order
-// inside give the host's sums, and int8ProductValue (product.hpp, shared with the host) the same
-// F32 bits. A first, plain form, not measured on a GPU yet: a block of 128 threads (2 x 2 warps)
-// a 64 x 64 tile of the output, k in steps of 64 codes through two buffers of shared memory
-// (16-byte loads held in registers while the step before is multiplied; I4 codes widened to bytes
-// as they are stored), no cp.async, no ldmatrix.
+// int8RowsProduct on a CUDA GPU. An integer sum is exact in any order, so how the work is cut (tiles,
+// k steps, lanes, the matrix instruction's own order inside) changes no bit: every form gives the
+// host's sums, and int8ProductValue (product.hpp, shared with the host) the same F32 bits. Three
+// forms, none measured on a GPU yet:
+// - few rows of a (decoding: a token, or a few sequences' tokens; at most kMostDotRows): dot
+//   products, a warp for each of b's rows, read once as it is stored with 16-byte loads (a product
+//   of one row is a read of the weights, bound by memory), against a's few rows through the L1; 4
+//   codes a dp4a, each lane's sums then added across the warp by shuffles;
+// - more rows, I8 codes on both sides: INT8 matrix cores (mma.sync m16n8k32 .s8, int32
+//   accumulators), tiles of 128 (or 64) x 128 through shared memory by cp.async, 4 steps of k in
+//   flight, fragments by ldmatrix;
+// - more rows with I4 codes on either side: the same matrix cores on 64 x 64 tiles, the codes
+//   loaded into registers and widened to bytes as they are stored to shared memory.
 #include <cuda_runtime.h>
 
 #include "core/cuda_launch.cuh"
+#include "core/cuda_row_blocks.cuh"
+#include "core/cuda_rows.cuh"
 #include "exact/mma_layout.hpp"
 #include "exact/mma_ptx.cuh"
 #include "netops/quant/product.hpp"
@@ -18,18 +26,245 @@ namespace {
 
 namespace mma = exact::mma;
 
-constexpr int kTile = 64, kStepK = 64, kThreads = 128;
-constexpr int kRowBytes = kStepK + 16;  // +16: a warp's fragment loads (8 rows, 4 words) fall on 32 banks
+// ---- Few rows: dot products -------------------------------------------------------------------
 
-/// Four I4 codes as four signed bytes: nibbles from .. from + 3 of `word` (8 codes, low nibble
-/// first), the first in the low byte.
-__device__ __forceinline__ std::uint32_t widenedNibbles(std::uint32_t word, int from) {
-  std::uint32_t out = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i)  // each value's low byte: its two's complement as a signed byte
-    out |= (static_cast<std::uint32_t>(exact::i4Value(word >> (4 * (from + i)))) & 0xffu) << (8 * i);
-  return out;
+/// The most rows of a that take the dot form: a lane holds a sum for each. Above it the matrix
+/// cores' 64-row tiles waste less than the dot form's reads of a cost (a guess, as the host's
+/// AVX-512 threshold; not measured on a GPU).
+constexpr int kMostDotRows = 8;
+constexpr int kDotWarps = 8;   // a block's warps, each one of b's rows at a time
+constexpr int kDotAhead = 4;   // a lane's steps of 32 codes of b in flight at once
+
+/// 32 codes of a row as read from memory: I8 two 16-byte chunks, I4 one (its second unused).
+struct RawCodes32 {
+  uint4 chunk[2];
+};
+/// 32 codes as signed bytes in order, four a word (the first in a word's low byte).
+struct Codes32 {
+  std::uint32_t word[8];
+};
+
+/// Codes p .. p + 31 of a row of codes (p a multiple of 32), as stored.
+__device__ __forceinline__ RawCodes32 loadCodes32(const void* row, Codes codes, std::int64_t p) {
+  RawCodes32 r{};
+  if (codes == Codes::I8) {
+    const uint4* at = reinterpret_cast<const uint4*>(static_cast<const std::int8_t*>(row) + p);
+    r.chunk[0] = at[0];
+    r.chunk[1] = at[1];
+  } else {
+    r.chunk[0] = *reinterpret_cast<const uint4*>(static_cast<const std::uint8_t*>(row) + p / 2);
+  }
+  return r;
 }
+
+/// Four bytes each holding a 4-bit two's-complement code in its low nibble, sign-extended to
+/// signed bytes: bit 3 of each byte copied to bits 4 - 7 (8 * 0x1e = 0xf0: no carry between bytes).
+__device__ __forceinline__ std::uint32_t signedNibbleBytes(std::uint32_t v) { return v | ((v & 0x08080808u) * 0x1eu); }
+
+/// The 8 I4 codes of `word` (low nibble first) as signed bytes in order, codes 0 - 3 in `first`,
+/// 4 - 7 in `second`: the low nibbles are the even codes, the high nibbles the odd, interleaved
+/// again by byte permutes.
+__device__ __forceinline__ void widenNibbleWord(std::uint32_t word, std::uint32_t& first, std::uint32_t& second) {
+  const std::uint32_t even = signedNibbleBytes(word & 0x0f0f0f0fu), odd = signedNibbleBytes((word >> 4) & 0x0f0f0f0fu);
+  first = __byte_perm(even, odd, 0x5140);   // bytes: even's 0, odd's 0, even's 1, odd's 1
+  second = __byte_perm(even, odd, 0x7362);  // even's 2, odd's 2, even's 3, odd's 3
+}
+
+/// The 32 codes of r as signed bytes in order.
+__device__ __forceinline__ Codes32 widenCodes32(const RawCodes32& r, Codes codes) {
+  Codes32 c;
+  if (codes == Codes::I8) {
+    const uint4 lo = r.chunk[0], hi = r.chunk[1];
+    const std::uint32_t words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c.word[i] = words[i];
+  } else {
+    const std::uint32_t words[4] = {r.chunk[0].x, r.chunk[0].y, r.chunk[0].z, r.chunk[0].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) widenNibbleWord(words[i], c.word[2 * i], c.word[2 * i + 1]);
+  }
+  return c;
+}
+
+/// out[i, col] for i < a.m <= kRows, a warp for each column col (b's row): its lanes take b's row
+/// 32 codes at a time (lane l codes 32 l .. 32 l + 31, then 32 (l + 32) ..: a warp's loads are one
+/// contiguous KiB of I8 codes), kDotAhead of them loaded before any is used; a's codes at the same
+/// place from every row (a few KiB, read by every warp: the L1 keeps them). Each lane's sums are
+/// added across the warp by shuffles, then lane i stores row i.
+template <int kRows>
+__global__ void __launch_bounds__(kDotWarps * 32) dotKernel(const Int8RowsProduct::Args a) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kDotWarps + threadIdx.x / 32;
+  if (col >= a.n) return;  // the whole warp
+  const std::int64_t steps = a.k / 32, aRowBytes = codeRowBytes(a.aCodes, a.k);
+  const void* bRow = static_cast<const std::uint8_t*>(a.b) + col * codeRowBytes(a.bCodes, a.k);
+  std::int32_t sum[kRows] = {};
+  for (std::int64_t first = lane; first < steps; first += 32 * kDotAhead) {
+    RawCodes32 raw[kDotAhead];
+#pragma unroll
+    for (int u = 0; u < kDotAhead; ++u)
+      if (first + 32 * u < steps) raw[u] = loadCodes32(bRow, a.bCodes, 32 * (first + 32 * u));
+#pragma unroll
+    for (int u = 0; u < kDotAhead; ++u) {
+      const std::int64_t p = 32 * (first + 32 * u);
+      if (p >= a.k) break;
+      const Codes32 b = widenCodes32(raw[u], a.bCodes);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (i >= a.m) break;
+        const void* aRow = static_cast<const std::uint8_t*>(a.a) + i * aRowBytes;
+        const Codes32 x = widenCodes32(loadCodes32(aRow, a.aCodes, p), a.aCodes);
+#pragma unroll
+        for (int w = 0; w < 8; ++w)
+          sum[i] = __dp4a(static_cast<int>(x.word[w]), static_cast<int>(b.word[w]), sum[i]);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+#pragma unroll
+    for (int apart = 16; apart > 0; apart /= 2) sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], apart);
+    if (i < a.m && lane == i) Int8RowsProduct::store(a, i, col, sum[i]);
+  }
+}
+
+// ---- More rows: matrix cores -------------------------------------------------------------------
+
+constexpr int kStepK = 64;  // codes of k a step through shared memory (each tile row 64 bytes)
+
+/// Stores a warp's tile of out from its accumulators: kMi x 4 fragments of 16 x 8 (mma's C map),
+/// the first at (row0, col0), each sum through Int8RowsProduct::store (the host's formula). Unrolled
+/// whole, so that acc stays in registers (indexed at run time it went to local memory).
+template <int kMi>
+__device__ __forceinline__ void storeWarpTile(const Int8RowsProduct::Args& a, const std::int32_t (&acc)[kMi][4][4],
+                                              std::int64_t row0, std::int64_t col0) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const mma::RowCol at = mma::fragmentC16x8(lane, i);
+        const std::int64_t row = row0 + mi * 16 + at.row, col = col0 + ni * 8 + at.col;
+        if (row < a.m && col < a.n) Int8RowsProduct::store(a, row, col, acc[mi][ni][i]);
+      }
+}
+
+// I8 codes on both sides (a W8A8 layer): the tiles go from memory to shared memory by cp.async,
+// kPipeStages steps of k in flight, and from there to the fragments by ldmatrix. A block of 8 warps
+// (2 along m x 4 along n) takes a tile of kRowsM x 128 of out, each warp kRowsM / 2 x 32: per 32
+// codes of k, kRowsM / 32 ldmatrix.x4 for a, 2 for b, 4 kRowsM / 32 mma. kRowsM is 128 where the
+// 128-row tiles are enough to give every multiprocessor one, else 64 (a guess, not measured).
+
+constexpr int kPipeN = 128, kPipeThreads = 256, kPipeStages = 4;
+constexpr int kPipeChunks = kStepK / 16;  // a tile row's 16-byte chunks
+
+/// A pipelined block's dynamic shared memory: kPipeStages x (a's tile, then b's), rows of kStepK.
+constexpr std::size_t pipeSharedBytes(int rowsM) {
+  return static_cast<std::size_t>(kPipeStages) * static_cast<std::size_t>(rowsM + kPipeN) * kStepK;
+}
+
+/// Where byte `col` of row `row` of a tile lies, its 16-byte chunks swizzled so that an ldmatrix
+/// phase (one chunk of 8 consecutive rows) and a cp.async phase (8 consecutive chunks) each meet
+/// every bank once (mma::swizzledChunk: rows of 4 chunks, two a 128-byte line).
+__device__ __forceinline__ int pipeOffset(int row, int col) {
+  return row * kStepK + 16 * mma::swizzledChunk(row, col / 16, kPipeChunks) + col % 16;
+}
+
+/// cp.async of rows [r0, r0 + kRows) of q's I8 codes [k0, k0 + kStepK) into tile, rows past the
+/// operand's `rows` zero-filled (nothing read).
+template <int kRows>
+__device__ __forceinline__ void copyTile(std::int8_t* tile, const std::int8_t* q, std::int64_t rows, std::int64_t k,
+                                         std::int64_t r0, std::int64_t k0) {
+#pragma unroll
+  for (int step = 0; step < kRows * kPipeChunks / kPipeThreads; ++step) {
+    const mma::Chunk c = mma::copyChunkOf(static_cast<int>(threadIdx.x), step, kPipeThreads, kPipeChunks);
+    const bool in = r0 + c.row < rows;
+    const std::int8_t* src = in ? q + (r0 + c.row) * k + k0 + 16 * c.chunk : q;
+    mma::copyChunk16(tile + pipeOffset(c.row, 16 * c.chunk), src, in);
+  }
+}
+
+/// acc += this warp's kRowsM / 2 x 32 of As Bsᵀ over a step's kStepK codes. ldmatrix reads the
+/// byte tiles as 16-bit pairs: a register's 4 bytes are then k-adjacent, as m16n8k32 .s8 wants
+/// (mma::ldmatrixAddressA / B, checked against the fragment maps by mma_layout_test).
+template <int kMi>
+__device__ __forceinline__ void multiplyPipelined(const std::int8_t* As, const std::int8_t* Bs,
+                                                  std::int32_t (&acc)[kMi][4][4]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 4, wn = warp % 4;
+  const mma::RowCol atA = mma::ldmatrixAddressA(lane), atB = mma::ldmatrixAddressB(lane);
+  const auto pairs = [](const std::int8_t* p) { return reinterpret_cast<const std::uint16_t*>(p); };
+#pragma unroll
+  for (int ks = 0; ks < kStepK; ks += 32) {
+    std::uint32_t b[4][2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {  // columns 16 half .. 16 half + 15 of the warp's 32
+      std::uint32_t r[4];
+      mma::ldmatrixX4<false>(r, pairs(Bs + pipeOffset(wn * 32 + 16 * half + atB.row, ks + 2 * atB.col)));
+      b[2 * half][0] = r[0];
+      b[2 * half][1] = r[1];
+      b[2 * half + 1][0] = r[2];
+      b[2 * half + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < kMi; ++mi) {
+      std::uint32_t fa[4];
+      mma::ldmatrixX4<false>(fa, pairs(As + pipeOffset(wm * kMi * 16 + mi * 16 + atA.row, ks + 2 * atA.col)));
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) mma::mmaM16N8K32S8(acc[mi][ni], fa, b[ni][0], b[ni][1]);
+    }
+  }
+}
+
+/// Step t's tiles are copied while steps t - kPipeStages + 1 .. t - 1 are multiplied: a commit
+/// group a step (empty past the last), so that waiting for all but kPipeStages - 2 groups means
+/// step t has landed; one __syncthreads a step, after which the stage of step t - 1 is free again.
+template <int kRowsM>
+__global__ void __launch_bounds__(kPipeThreads, 2) pipelinedKernel(const Int8RowsProduct::Args a) {
+  constexpr int kMi = kRowsM / 32;
+  GIZML_DYNAMIC_SHARED(std::int8_t, shared);
+  const auto tileA = [&](std::int64_t t) { return shared + (t % kPipeStages) * (kRowsM + kPipeN) * kStepK; };
+  const auto tileB = [&](std::int64_t t) { return tileA(t) + kRowsM * kStepK; };
+  const std::int64_t tilesN = (a.n + kPipeN - 1) / kPipeN, steps = a.k / kStepK;
+  const std::int64_t m0 = blockIdx.x / tilesN * kRowsM, n0 = blockIdx.x % tilesN * kPipeN;
+  const auto* qa = static_cast<const std::int8_t*>(a.a);
+  const auto* qb = static_cast<const std::int8_t*>(a.b);
+  const auto copyStep = [&](std::int64_t t) {
+    copyTile<kRowsM>(tileA(t), qa, a.m, a.k, m0, t * kStepK);
+    copyTile<kPipeN>(tileB(t), qb, a.n, a.k, n0, t * kStepK);
+  };
+#pragma unroll
+  for (int t = 0; t < kPipeStages - 1; ++t) {
+    if (t < steps) copyStep(t);
+    mma::commitCopies();
+  }
+  std::int32_t acc[kMi][4][4] = {};
+  for (std::int64_t t = 0; t < steps; ++t) {
+    mma::waitCopies<kPipeStages - 2>();
+    __syncthreads();
+    if (t + kPipeStages - 1 < steps) copyStep(t + kPipeStages - 1);
+    mma::commitCopies();
+    multiplyPipelined<kMi>(tileA(t), tileB(t), acc);
+  }
+  const int warp = threadIdx.x / 32;
+  storeWarpTile<kMi>(a, acc, m0 + warp / 4 * kMi * 16, n0 + warp % 4 * 32);
+}
+
+template <int kRowsM>
+void launchPipelined(const Gpu& g, const Int8RowsProduct::Args& a) {
+  const std::int64_t tiles = ((a.m + kRowsM - 1) / kRowsM) * ((a.n + kPipeN - 1) / kPipeN);
+  detail::allowShared(g, Int8RowsProduct::kName, pipelinedKernel<kRowsM>, pipeSharedBytes(kRowsM));
+  const detail::Grid grid{detail::gridFor(tiles, 1), kPipeThreads};
+  detail::launch(g, Int8RowsProduct::kName, pipelinedKernel<kRowsM>, grid, a, pipeSharedBytes(kRowsM));
+}
+
+// With I4 codes on either side: a block of 128 threads (2 x 2 warps) a 64 x 64 tile of the output,
+// k in steps of 64 codes through two buffers of shared memory, 16-byte loads held in registers
+// while the step before is multiplied, I4 codes widened to bytes as they are stored.
+
+constexpr int kTile = 64, kThreads = 128;
+constexpr int kRowBytes = kStepK + 16;  // +16: a warp's fragment loads (8 rows, 4 words) fall on 32 banks
 
 /// A thread's share of one operand's tile for a step of k, as read from memory: I8 two chunks of 16
 /// codes, I4 one of 32 (16 bytes), zeros for rows past the operand's.
@@ -72,10 +307,7 @@ __device__ __forceinline__ void putTile(std::int8_t (*tile)[kRowBytes], const Ti
     const std::uint32_t words[4] = {t.chunk[0].x, t.chunk[0].y, t.chunk[0].z, t.chunk[0].w};
     std::uint32_t* to = reinterpret_cast<std::uint32_t*>(&tile[r][32 * c]);
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      to[2 * w] = widenedNibbles(words[w], 0);
-      to[2 * w + 1] = widenedNibbles(words[w], 4);
-    }
+    for (int w = 0; w < 4; ++w) widenNibbleWord(words[w], to[2 * w], to[2 * w + 1]);
   }
 }
 
@@ -137,25 +369,28 @@ __global__ void __launch_bounds__(kThreads) productKernel(const Int8RowsProduct:
     __syncthreads();
     cur ^= 1;
   }
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
-  // Unrolled whole, so that acc stays in registers (indexed at run time it went to local memory).
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const mma::RowCol at = mma::fragmentC16x8(lane, i);
-        const std::int64_t row = m0 + wm * 32 + mi * 16 + at.row, col = n0 + wn * 32 + ni * 8 + at.col;
-        if (row < a.m && col < a.n)
-          Int8RowsProduct::store(a, row, col, acc[mi][ni][i]);
-      }
+  const int warp = threadIdx.x / 32;
+  storeWarpTile<2>(a, acc, m0 + warp / 2 * 32, n0 + warp % 2 * 32);
 }
 
 }  // namespace
 
 void Int8RowsProduct::cuda(const Gpu& g, const Args& a) {
   if (a.m == 0 || a.n == 0) return;
+  if (a.m <= kMostDotRows) {
+    const detail::Grid grid{detail::gridFor(a.n, kDotWarps), kDotWarps * 32};
+    if (a.m == 1) detail::launch(g, kName, dotKernel<1>, grid, a);
+    else if (a.m == 2) detail::launch(g, kName, dotKernel<2>, grid, a);
+    else if (a.m <= 4) detail::launch(g, kName, dotKernel<4>, grid, a);
+    else detail::launch(g, kName, dotKernel<kMostDotRows>, grid, a);
+    return;
+  }
+  if (a.aCodes == Codes::I8 && a.bCodes == Codes::I8) {
+    const std::int64_t tiles128 = ((a.m + 127) / 128) * ((a.n + kPipeN - 1) / kPipeN);
+    if (tiles128 >= detail::multiprocessors(g.device.index)) launchPipelined<128>(g, a);
+    else launchPipelined<64>(g, a);
+    return;
+  }
   const std::int64_t tiles = ((a.m + kTile - 1) / kTile) * ((a.n + kTile - 1) / kTile);
   detail::launch(g, kName, productKernel, detail::Grid{detail::gridFor(tiles, 1), kThreads}, a);
 }
