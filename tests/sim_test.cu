@@ -84,6 +84,24 @@ TEST(GpuSimulator, ShufflesFollowMasksAndWidths) {
   }
 }
 
+// __byte_perm and __dp4a as CUDA's documentation defines them (the libdevice guide's
+// __nv_byte_perm: byte n of the result is byte s<4n+2:4n> of y:x, the selector's upper 16 bits and
+// each nibble's top bit unused; __dp4a: c plus the four products of signed bytes), which the 8-bit
+// product's dot form (quant/product_cuda.cu) builds on: the kernels that use them agree with the
+// simulator, and these cases tie the simulator to CUDA.
+TEST(GpuSimulator, BytePermutesAndByteDotProductsAreCudas) {
+  const unsigned x = 0x33221100u, y = 0x77665544u;
+  EXPECT_EQ(__byte_perm(x, y, 0x3210u), x);
+  EXPECT_EQ(__byte_perm(x, y, 0x7654u), y);
+  EXPECT_EQ(__byte_perm(x, y, 0x5140u), 0x55114400u);
+  EXPECT_EQ(__byte_perm(x, y, 0x7362u), 0x77336622u);
+  EXPECT_EQ(__byte_perm(x, y, 0x9999u), 0x11111111u);   // a nibble's top bit unused
+  EXPECT_EQ(__byte_perm(x, y, 0xabcd3210u), x);          // the upper 16 bits unused
+  EXPECT_EQ(__dp4a(0x01020304, 0x01010101, 10), 20);
+  EXPECT_EQ(__dp4a(static_cast<int>(0xff80017fu), 0x02020202, 0), -2);  // 2 (127 + 1 - 128 - 1)
+  EXPECT_EQ(__dp4a(static_cast<int>(0x80808080u), static_cast<int>(0x80808080u), -65536), 0);
+}
+
 // A shuffle of width 16 whose xor reaches into a later group gives the caller its own value; one
 // into an earlier group reads it (CUDA's __shfl_xor_sync).
 __global__ void shuffleBeyondGroupKernel(int* out) {
