@@ -25,7 +25,7 @@ void BM_LazyConv(benchmark::State& state) {
 }
 
 // The exact 8-bit product of int8Rows' codes (made outside the timing) of x [m, k] and w [n, k],
-// the weights' codes I8. Its bytes (both operands' codes and scales read once, out written once)
+// the weights' codes I8, or I4 where the 4th argument is 4 (W4A8). Its bytes (both operands' codes and scales read once, out written once)
 // beside its FLOP/s: with few rows of x it is a read of the weights, to be set against BM_Copy's
 // rate in the same run.
 void BM_Int8RowsProduct(benchmark::State& state) {
@@ -33,8 +33,10 @@ void BM_Int8RowsProduct(benchmark::State& state) {
   const gizml::Device d = benchDevice();
   if (!gizml::bench::deviceAvailable(state, d)) return;
   const auto qx = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{14, 14}, {m, k}, d));
-  auto qw = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{15, 15}, {n, k}, d));
-  if (qw.q.dtype() != DType::I8) qw.q = qw.q.to(DType::I8);  // the weights as a layer stores them (the host's are F32)
+  const int bits = static_cast<int>(state.range(3));
+  auto qw = gizml::netops::int8Rows(gizml::Tensor::normal(gizml::Key{15, 15}, {n, k}, d), bits);
+  const DType stored = bits == 4 ? DType::I4 : DType::I8;
+  if (qw.q.dtype() != stored) qw.q = qw.q.to(stored);  // the weights as a layer stores them (the host's are F32)
   gizml::Tensor out = gizml::Tensor::empty({m, n}, DType::F32, d);
   gizml::bench::IterationEnd end(state, d);
   for (auto _ : state) {
@@ -56,9 +58,12 @@ void gemmShapes(benchmark::internal::Benchmark* b) {
   }
 }
 void int8ProductShapes(benchmark::internal::Benchmark* b) {
-  // A decoding step's one row, 8 (the dot forms' most on AVX-512 and on a GPU), and many.
-  b->Args({1, 3072, 3072})->Args({8, 3072, 3072})->Args({512, 3072, 3072});
-  if (benchDevice().isCuda()) b->Args({8192, 3072, 3072});
+  // A decoding step's one row, 8 (the dot forms' most on AVX-512 and on a GPU), and many; 8-bit
+  // weights, then 4-bit.
+  b->Args({1, 3072, 3072, 8})->Args({8, 3072, 3072, 8})->Args({512, 3072, 3072, 8});
+  if (benchDevice().isCuda()) b->Args({8192, 3072, 3072, 8});
+  b->Args({1, 3072, 3072, 4})->Args({512, 3072, 3072, 4});
+  if (benchDevice().isCuda()) b->Args({8192, 3072, 3072, 4});
 }
 void convShapes(benchmark::internal::Benchmark* b) {
   b->Args({64, 64, 128, 32});

@@ -151,9 +151,9 @@ struct ProductShape {
 // form's blocks, and every kind of code and output, and a bias, runs in both forms at 8192 (the
 // panels' blocks of k) and below. A GPU has three (product_cuda.cu): a warp a column for at
 // most 8 rows of a ([8, 33] x 4352: its most rows, a lane's steps of k in two passes, the second
-// partial); above, with I8 codes, pipelined tiles of 64 x 128, or 128 x 128 where they are at
-// least one a multiprocessor (the simulator has 4: [200, 300] x 512, ragged both ways); with I4
-// codes tiles of 64 x 64.
+// partial); above, with I8 codes in qa (I8 or I4 in qb), pipelined tiles of 64 x 128, or 128 x 128
+// where they are at least one a multiprocessor (the simulator has 4: [200, 300] x 512, ragged both
+// ways); with I4 codes in qa tiles of 64 x 64.
 const ProductShape kProductShapes[] = {{1, 1, 256},    {3, 5, 512},     {7, 6, 512},    {64, 64, 256},
                                        {65, 70, 768},  {100, 70, 768},  {17, 130, 1024}, {3, 5, 8192},
                                        {100, 5, 8192}, {128, 256, 3072, true}, {8, 33, 4352}, {200, 300, 512}};
@@ -258,7 +258,8 @@ std::vector<Case> quantCases() {
   cases.push_back(modulatedInt8RowsCase(kLongRows, 8, true, true));
   for (const ProductShape& s : kProductShapes) cases.push_back(int8RowsProductCase(s, 8, DType::F32));
   for (const ProductShape& s : {kProductShapes[1], kProductShapes[2], kProductShapes[4], kProductShapes[5],
-                                kProductShapes[6], kProductShapes[7], kProductShapes[8], kProductShapes[10]}) {
+                                kProductShapes[6], kProductShapes[7], kProductShapes[8], kProductShapes[10],
+                                kProductShapes[11]}) {
     cases.push_back(int8RowsProductCase(s, 8, DType::I8));
     cases.push_back(int8RowsProductCase(s, 4, DType::F32));
     cases.push_back(int8RowsProductCase(s, 4, DType::I4));

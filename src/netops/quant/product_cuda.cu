@@ -6,11 +6,11 @@
 //   products, a warp for each of b's rows, read once as it is stored with 16-byte loads (a product
 //   of one row is a read of the weights, bound by memory), against a's few rows through the L1; 4
 //   codes a dp4a, each lane's sums then added across the warp by shuffles;
-// - more rows, I8 codes on both sides: INT8 matrix cores (mma.sync m16n8k32 .s8, int32
-//   accumulators), tiles of 128 (or 64) x 128 through shared memory by cp.async, 4 steps of k in
-//   flight, fragments by ldmatrix;
-// - more rows with I4 codes on either side: the same matrix cores on 64 x 64 tiles, the codes
-//   loaded into registers and widened to bytes as they are stored to shared memory.
+// - more rows, I8 codes in a and I8 or I4 in b (W8A8, W4A8): INT8 matrix cores (mma.sync m16n8k32
+//   .s8, int32 accumulators), tiles of 128 (or 64) x 128 through shared memory by cp.async as
+//   stored, 4 steps of k in flight, fragments by ldmatrix (b's I4 ones by 16-bit loads, widened);
+// - more rows with I4 codes in a: the same matrix cores on 64 x 64 tiles, the codes loaded into
+//   registers and widened to bytes as they are stored to shared memory.
 #include <cuda_runtime.h>
 
 #include "core/cuda_launch.cuh"
@@ -151,66 +151,97 @@ __device__ __forceinline__ void storeWarpTile(const Int8RowsProduct::Args& a, co
       }
 }
 
-// I8 codes on both sides (a W8A8 layer): the tiles go from memory to shared memory by cp.async,
-// kPipeStages steps of k in flight, and from there to the fragments by ldmatrix. A block of 8 warps
-// (2 along m x 4 along n) takes a tile of kRowsM x 128 of out, each warp kRowsM / 2 x 32: per 32
-// codes of k, kRowsM / 32 ldmatrix.x4 for a, 2 for b, 4 kRowsM / 32 mma. kRowsM is 128 where the
-// 128-row tiles are enough to give every multiprocessor one, else 64 (a guess, not measured).
+// I8 codes in a, I8 or I4 in b (a W8A8 or W4A8 layer): the tiles go from memory to shared memory by
+// cp.async, kPipeStages steps of k in flight, as they are stored (b's I4 codes two a byte). A block
+// of 8 warps (2 along m x 4 along n) takes a tile of kRowsM x 128 of out, each warp kRowsM / 2 x 32.
+// a's fragments come by ldmatrix; b's I8 fragments too, its I4 ones by two 16-bit loads (the 4 codes
+// of a register, which ldmatrix cannot hand a lane from a tile of nibbles), widened in registers.
+// Per 32 codes of k: kRowsM / 32 ldmatrix.x4 for a, 2 for b (or 8 16-bit loads), 4 kRowsM / 32
+// mma. kRowsM is 128 where the 128-row tiles are enough to give every multiprocessor one, else 64
+// (a guess, not measured).
 
 constexpr int kPipeN = 128, kPipeThreads = 256, kPipeStages = 4;
-constexpr int kPipeChunks = kStepK / 16;  // a tile row's 16-byte chunks
 
-/// A pipelined block's dynamic shared memory: kPipeStages x (a's tile, then b's), rows of kStepK.
+/// The bytes of a tile row for a step of k: kStepK codes, I8 or (kNibbles) I4.
+template <bool kNibbles>
+constexpr int kTileRowBytes = kNibbles ? kStepK / 2 : kStepK;
+
+/// A pipelined block's dynamic shared memory: kPipeStages x (a's tile, then b's).
+template <bool kNibblesB>
 constexpr std::size_t pipeSharedBytes(int rowsM) {
-  return static_cast<std::size_t>(kPipeStages) * static_cast<std::size_t>(rowsM + kPipeN) * kStepK;
+  return static_cast<std::size_t>(kPipeStages) *
+         static_cast<std::size_t>(rowsM * kTileRowBytes<false> + kPipeN * kTileRowBytes<kNibblesB>);
 }
 
-/// Where byte `col` of row `row` of a tile lies, its 16-byte chunks swizzled so that an ldmatrix
-/// phase (one chunk of 8 consecutive rows) and a cp.async phase (8 consecutive chunks) each meet
-/// every bank once (mma::swizzledChunk: rows of 4 chunks, two a 128-byte line).
+/// Where byte `col` of row `row` of a tile with rows of kRowBytes lies, its 16-byte chunks swizzled
+/// (mma::swizzledChunk: two rows of 4 chunks, or four of 2, a 128-byte line) so that 8 consecutive
+/// rows' chunk (an ldmatrix phase; I4: the 16-bit loads of a fragment, 8 of a row's bytes) and a
+/// cp.async phase (8 consecutive chunks) each meet every bank once.
+template <int kRowBytes>
 __device__ __forceinline__ int pipeOffset(int row, int col) {
-  return row * kStepK + 16 * mma::swizzledChunk(row, col / 16, kPipeChunks) + col % 16;
+  return row * kRowBytes + 16 * mma::swizzledChunk(row, col / 16, kRowBytes / 16) + col % 16;
 }
 
-/// cp.async of rows [r0, r0 + kRows) of q's I8 codes [k0, k0 + kStepK) into tile, rows past the
-/// operand's `rows` zero-filled (nothing read).
-template <int kRows>
-__device__ __forceinline__ void copyTile(std::int8_t* tile, const std::int8_t* q, std::int64_t rows, std::int64_t k,
-                                         std::int64_t r0, std::int64_t k0) {
+/// cp.async of rows [r0, r0 + kRows) of q (rows of `stride` bytes), bytes [b0, b0 + kRowBytes)
+/// of each, into tile; rows past the operand's `rows` zero-filled (nothing read).
+template <int kRows, int kRowBytes>
+__device__ __forceinline__ void copyTile(std::uint8_t* tile, const std::uint8_t* q, std::int64_t rows,
+                                         std::int64_t stride, std::int64_t r0, std::int64_t b0) {
+  constexpr int kChunks = kRowBytes / 16;
 #pragma unroll
-  for (int step = 0; step < kRows * kPipeChunks / kPipeThreads; ++step) {
-    const mma::Chunk c = mma::copyChunkOf(static_cast<int>(threadIdx.x), step, kPipeThreads, kPipeChunks);
+  for (int step = 0; step < kRows * kChunks / kPipeThreads; ++step) {
+    const mma::Chunk c = mma::copyChunkOf(static_cast<int>(threadIdx.x), step, kPipeThreads, kChunks);
     const bool in = r0 + c.row < rows;
-    const std::int8_t* src = in ? q + (r0 + c.row) * k + k0 + 16 * c.chunk : q;
-    mma::copyChunk16(tile + pipeOffset(c.row, 16 * c.chunk), src, in);
+    const std::uint8_t* src = in ? q + (r0 + c.row) * stride + b0 + 16 * c.chunk : q;
+    mma::copyChunk16(tile + pipeOffset<kRowBytes>(c.row, 16 * c.chunk), src, in);
   }
 }
 
-/// acc += this warp's kRowsM / 2 x 32 of As Bsᵀ over a step's kStepK codes. ldmatrix reads the
-/// byte tiles as 16-bit pairs: a register's 4 bytes are then k-adjacent, as m16n8k32 .s8 wants
-/// (mma::ldmatrixAddressA / B, checked against the fragment maps by mma_layout_test).
-template <int kMi>
-__device__ __forceinline__ void multiplyPipelined(const std::int8_t* As, const std::int8_t* Bs,
+/// The four I4 codes of a 16-bit load (low nibble first) as signed bytes in order.
+__device__ __forceinline__ std::uint32_t widenNibblePair(std::uint32_t half) {
+  const std::uint32_t even = signedNibbleBytes(half & 0x0f0fu), odd = signedNibbleBytes((half >> 4) & 0x0f0fu);
+  return __byte_perm(even, odd, 0x5140);
+}
+
+/// acc += this warp's kRowsM / 2 x 32 of As Bsᵀ over a step's kStepK codes. ldmatrix reads the byte
+/// tiles as 16-bit pairs: a register's 4 bytes are then k-adjacent, as m16n8k32 .s8 wants
+/// (mma::ldmatrixAddressA / B, checked against the fragment maps by mma_layout_test). From a tile of
+/// nibbles, register r of a column's B fragment (codes 4 t + 16 r .. + 3 of the 32, t the lane's
+/// threadInGroup: mma::fragmentB32x8) is the 16 bits at byte 2 t + 8 r of its row's 16.
+template <int kMi, bool kNibblesB>
+__device__ __forceinline__ void multiplyPipelined(const std::uint8_t* As, const std::uint8_t* Bs,
                                                   std::int32_t (&acc)[kMi][4][4]) {
+  constexpr int kRowA = kTileRowBytes<false>, kRowB = kTileRowBytes<kNibblesB>;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 4, wn = warp % 4;
   const mma::RowCol atA = mma::ldmatrixAddressA(lane), atB = mma::ldmatrixAddressB(lane);
-  const auto pairs = [](const std::int8_t* p) { return reinterpret_cast<const std::uint16_t*>(p); };
+  const auto pairs = [](const std::uint8_t* p) { return reinterpret_cast<const std::uint16_t*>(p); };
 #pragma unroll
   for (int ks = 0; ks < kStepK; ks += 32) {
     std::uint32_t b[4][2];
+    if constexpr (kNibblesB) {
+      const mma::RowCol at = mma::fragmentB32x8(lane, 0, 0);  // (k, n): k = 4 t
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {  // columns 16 half .. 16 half + 15 of the warp's 32
-      std::uint32_t r[4];
-      mma::ldmatrixX4<false>(r, pairs(Bs + pipeOffset(wn * 32 + 16 * half + atB.row, ks + 2 * atB.col)));
-      b[2 * half][0] = r[0];
-      b[2 * half][1] = r[1];
-      b[2 * half + 1][0] = r[2];
-      b[2 * half + 1][1] = r[3];
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int reg = 0; reg < 2; ++reg) {
+          const int byte = (ks + at.row + 16 * reg) / 2;
+          b[ni][reg] = widenNibblePair(*pairs(Bs + pipeOffset<kRowB>(wn * 32 + ni * 8 + at.col, byte)));
+        }
+    } else {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {  // columns 16 half .. 16 half + 15 of the warp's 32
+        std::uint32_t r[4];
+        mma::ldmatrixX4<false>(r, pairs(Bs + pipeOffset<kRowB>(wn * 32 + 16 * half + atB.row, ks + 2 * atB.col)));
+        b[2 * half][0] = r[0];
+        b[2 * half][1] = r[1];
+        b[2 * half + 1][0] = r[2];
+        b[2 * half + 1][1] = r[3];
+      }
     }
 #pragma unroll
     for (int mi = 0; mi < kMi; ++mi) {
       std::uint32_t fa[4];
-      mma::ldmatrixX4<false>(fa, pairs(As + pipeOffset(wm * kMi * 16 + mi * 16 + atA.row, ks + 2 * atA.col)));
+      mma::ldmatrixX4<false>(fa, pairs(As + pipeOffset<kRowA>(wm * kMi * 16 + mi * 16 + atA.row, ks + 2 * atA.col)));
 #pragma unroll
       for (int ni = 0; ni < 4; ++ni) mma::mmaM16N8K32S8(acc[mi][ni], fa, b[ni][0], b[ni][1]);
     }
@@ -220,19 +251,21 @@ __device__ __forceinline__ void multiplyPipelined(const std::int8_t* As, const s
 /// Step t's tiles are copied while steps t - kPipeStages + 1 .. t - 1 are multiplied: a commit
 /// group a step (empty past the last), so that waiting for all but kPipeStages - 2 groups means
 /// step t has landed; one __syncthreads a step, after which the stage of step t - 1 is free again.
-template <int kRowsM>
+template <int kRowsM, bool kNibblesB>
 __global__ void __launch_bounds__(kPipeThreads, 2) pipelinedKernel(const Int8RowsProduct::Args a) {
-  constexpr int kMi = kRowsM / 32;
-  GIZML_DYNAMIC_SHARED(std::int8_t, shared);
-  const auto tileA = [&](std::int64_t t) { return shared + (t % kPipeStages) * (kRowsM + kPipeN) * kStepK; };
-  const auto tileB = [&](std::int64_t t) { return tileA(t) + kRowsM * kStepK; };
+  constexpr int kMi = kRowsM / 32, kRowA = kTileRowBytes<false>, kRowB = kTileRowBytes<kNibblesB>;
+  constexpr int kStage = kRowsM * kRowA + kPipeN * kRowB;
+  GIZML_DYNAMIC_SHARED(std::uint8_t, shared);
+  const auto tileA = [&](std::int64_t t) { return shared + (t % kPipeStages) * kStage; };
+  const auto tileB = [&](std::int64_t t) { return tileA(t) + kRowsM * kRowA; };
   const std::int64_t tilesN = (a.n + kPipeN - 1) / kPipeN, steps = a.k / kStepK;
   const std::int64_t m0 = blockIdx.x / tilesN * kRowsM, n0 = blockIdx.x % tilesN * kPipeN;
-  const auto* qa = static_cast<const std::int8_t*>(a.a);
-  const auto* qb = static_cast<const std::int8_t*>(a.b);
+  const auto* qa = static_cast<const std::uint8_t*>(a.a);
+  const auto* qb = static_cast<const std::uint8_t*>(a.b);
+  const std::int64_t strideB = codeRowBytes(kNibblesB ? Codes::I4 : Codes::I8, a.k);
   const auto copyStep = [&](std::int64_t t) {
-    copyTile<kRowsM>(tileA(t), qa, a.m, a.k, m0, t * kStepK);
-    copyTile<kPipeN>(tileB(t), qb, a.n, a.k, n0, t * kStepK);
+    copyTile<kRowsM, kRowA>(tileA(t), qa, a.m, a.k, m0, t * kRowA);
+    copyTile<kPipeN, kRowB>(tileB(t), qb, a.n, strideB, n0, t * kRowB);
   };
 #pragma unroll
   for (int t = 0; t < kPipeStages - 1; ++t) {
@@ -245,21 +278,31 @@ __global__ void __launch_bounds__(kPipeThreads, 2) pipelinedKernel(const Int8Row
     __syncthreads();
     if (t + kPipeStages - 1 < steps) copyStep(t + kPipeStages - 1);
     mma::commitCopies();
-    multiplyPipelined<kMi>(tileA(t), tileB(t), acc);
+    multiplyPipelined<kMi, kNibblesB>(tileA(t), tileB(t), acc);
   }
   const int warp = threadIdx.x / 32;
   storeWarpTile<kMi>(a, acc, m0 + warp / 4 * kMi * 16, n0 + warp % 4 * 32);
 }
 
-template <int kRowsM>
+template <int kRowsM, bool kNibblesB>
 void launchPipelined(const Gpu& g, const Int8RowsProduct::Args& a) {
   const std::int64_t tiles = ((a.m + kRowsM - 1) / kRowsM) * ((a.n + kPipeN - 1) / kPipeN);
-  detail::allowShared(g, Int8RowsProduct::kName, pipelinedKernel<kRowsM>, pipeSharedBytes(kRowsM));
+  const auto kernel = pipelinedKernel<kRowsM, kNibblesB>;
+  detail::allowShared(g, Int8RowsProduct::kName, kernel, pipeSharedBytes<kNibblesB>(kRowsM));
   const detail::Grid grid{detail::gridFor(tiles, 1), kPipeThreads};
-  detail::launch(g, Int8RowsProduct::kName, pipelinedKernel<kRowsM>, grid, a, pipeSharedBytes(kRowsM));
+  detail::launch(g, Int8RowsProduct::kName, kernel, grid, a, pipeSharedBytes<kNibblesB>(kRowsM));
 }
 
-// With I4 codes on either side: a block of 128 threads (2 x 2 warps) a 64 x 64 tile of the output,
+/// The pipelined tiles for codes I8 in a and kNibblesB ? I4 : I8 in b: 128 rows where those tiles
+/// give every multiprocessor one, else 64.
+template <bool kNibblesB>
+void launchPipelined(const Gpu& g, const Int8RowsProduct::Args& a) {
+  const std::int64_t tiles128 = ((a.m + 127) / 128) * ((a.n + kPipeN - 1) / kPipeN);
+  if (tiles128 >= detail::multiprocessors(g.device.index)) launchPipelined<128, kNibblesB>(g, a);
+  else launchPipelined<64, kNibblesB>(g, a);
+}
+
+// With I4 codes in a: a block of 128 threads (2 x 2 warps) a 64 x 64 tile of the output,
 // k in steps of 64 codes through two buffers of shared memory, 16-byte loads held in registers
 // while the step before is multiplied, I4 codes widened to bytes as they are stored.
 
@@ -385,10 +428,9 @@ void Int8RowsProduct::cuda(const Gpu& g, const Args& a) {
     else detail::launch(g, kName, dotKernel<kMostDotRows>, grid, a);
     return;
   }
-  if (a.aCodes == Codes::I8 && a.bCodes == Codes::I8) {
-    const std::int64_t tiles128 = ((a.m + 127) / 128) * ((a.n + kPipeN - 1) / kPipeN);
-    if (tiles128 >= detail::multiprocessors(g.device.index)) launchPipelined<128>(g, a);
-    else launchPipelined<64>(g, a);
+  if (a.aCodes == Codes::I8) {
+    if (a.bCodes == Codes::I8) launchPipelined<false>(g, a);
+    else launchPipelined<true>(g, a);
     return;
   }
   const std::int64_t tiles = ((a.m + kTile - 1) / kTile) * ((a.n + kTile - 1) / kTile);
