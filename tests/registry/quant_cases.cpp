@@ -176,9 +176,10 @@ Tensor productScales(Key key, std::int64_t rows) {
 }
 
 /// How a product case runs: int8RowsProductInto where `into`, into an `out` of dtype `out`; qb
-/// 4-bit (I4) whatever qa is where `mixed`; with a bias where `bias`.
+/// 4-bit (I4) whatever qa is where `mixed`, qa 4-bit whatever qb is where `mixedA`; with a bias
+/// where `bias`.
 struct ProductOptions {
-  bool into = false, mixed = false, bias = false;
+  bool into = false, mixed = false, mixedA = false, bias = false;
   DType out = DType::F32;
 };
 
@@ -197,12 +198,13 @@ Tensor productBias(Key key, std::int64_t n) {
 Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, ProductOptions o = {}) {
   Case c{.op = o.into ? "int8RowsProductInto" : "int8RowsProduct",
          .name = s.name() + " bits " + std::to_string(bits) + (codes == DType::F32 ? "" : " " + dtypeName(codes)) +
-                 (o.mixed ? ", qb I4" : "") + (o.out == DType::F32 ? "" : ", out " + dtypeName(o.out)) +
+                 (o.mixed ? ", qb I4" : "") + (o.mixedA ? ", qa I4" : "") + (o.out == DType::F32 ? "" : ", out " + dtypeName(o.out)) +
                  (o.bias ? ", bias" : "")};
-  c.typical = s.typical && bits == 8 && codes == DType::F32 && !o.mixed && o.out == DType::F32 && !o.bias;
+  c.typical =
+      s.typical && bits == 8 && codes == DType::F32 && !o.mixed && !o.mixedA && o.out == DType::F32 && !o.bias;
   c.inputs = [s, bits, o] {
     const auto seed = static_cast<std::uint32_t>(s.m * 1000 + s.n);
-    Tensors in{productCodes(Key{7, seed}, s.m, s.k, bits), productScales(Key{8, seed}, s.m),
+    Tensors in{productCodes(Key{7, seed}, s.m, s.k, o.mixedA ? 4 : bits), productScales(Key{8, seed}, s.m),
                productCodes(Key{9, seed}, s.n, s.k, o.mixed ? 4 : bits), productScales(Key{10, seed}, s.n)};
     if (o.bias) in.push_back(productBias(Key{11, seed}, s.n));
     return in;
@@ -213,7 +215,8 @@ Case int8RowsProductCase(const ProductShape& s, int bits, DType codes, ProductOp
       const DType want = codes != DType::F32 ? codes : onHost ? DType::F32 : b == 8 ? DType::I8 : DType::I4;
       return q.dtype() == want ? q : q.to(want);
     };
-    const Tensor qa = held(in[0], bits), qb = o.mixed ? in[2].to(DType::I4) : held(in[2], bits);
+    const Tensor qa = o.mixedA ? in[0].to(DType::I4) : held(in[0], bits);
+    const Tensor qb = o.mixed ? in[2].to(DType::I4) : held(in[2], bits);
     const Tensor bias = o.bias ? in[4] : Tensor();
     if (!o.into) return Tensors{netops::int8RowsProduct(qa, in[1], qb, in[3], bias)};
     Tensors out{Tensor::empty({in[0].dim(0), in[2].dim(0)}, o.out, in[0].device())};
@@ -265,6 +268,10 @@ std::vector<Case> quantCases() {
     cases.push_back(int8RowsProductCase(s, 4, DType::I4));
     cases.push_back(int8RowsProductCase(s, 8, DType::I8, {.mixed = true}));
   }
+  // 4-bit activations against 8-bit weights: the dot form, and above it a GPU's register-staged
+  // tiles (which take I4 in qa; the pipelined ones I8).
+  for (const ProductShape& s : {kProductShapes[1], kProductShapes[4], kProductShapes[10], kProductShapes[11]})
+    cases.push_back(int8RowsProductCase(s, 8, DType::I8, {.mixedA = true}));
   for (const ProductShape& s : {kProductShapes[4], kProductShapes[9]})
     cases.push_back(int8RowsProductCase(s, 8, DType::F32, {.into = true}));
   // BF16 out: the panels then take all of k in one block.
