@@ -4,8 +4,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <limits>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>

@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kDotWarps * 32) dotKernel(const Int8RowsProduc
 
 // ---- More rows: matrix cores -------------------------------------------------------------------
 
-constexpr int kStepK = 64;  // codes of k a step through shared memory (each tile row 64 bytes)
+constexpr int kStepK = 64;  // codes of k a step through shared memory
 
 /// Stores a warp's tile of out from its accumulators: kMi x 4 fragments of 16 x 8 (mma's C map),
 /// the first at (row0, col0), each sum through Int8RowsProduct::store (the host's formula). Unrolled
@@ -166,12 +166,12 @@ constexpr int kPipeN = 128, kPipeThreads = 256, kPipeStages = 4;
 template <bool kNibbles>
 constexpr int kTileRowBytes = kNibbles ? kStepK / 2 : kStepK;
 
-/// A pipelined block's dynamic shared memory: kPipeStages x (a's tile, then b's).
-template <bool kNibblesB>
-constexpr std::size_t pipeSharedBytes(int rowsM) {
-  return static_cast<std::size_t>(kPipeStages) *
-         static_cast<std::size_t>(rowsM * kTileRowBytes<false> + kPipeN * kTileRowBytes<kNibblesB>);
-}
+/// A stage of a pipelined block's shared memory: a's tile, then b's.
+template <int kRowsM, bool kNibblesB>
+constexpr int kStageBytes = kRowsM * kTileRowBytes<false> + kPipeN * kTileRowBytes<kNibblesB>;
+/// A pipelined block's dynamic shared memory: kPipeStages stages.
+template <int kRowsM, bool kNibblesB>
+constexpr std::size_t kPipeSharedBytes = static_cast<std::size_t>(kPipeStages) * kStageBytes<kRowsM, kNibblesB>;
 
 /// Where byte `col` of row `row` of a tile with rows of kRowBytes lies, its 16-byte chunks swizzled
 /// (mma::swizzledChunk: two rows of 4 chunks, or four of 2, a 128-byte line) so that 8 consecutive
@@ -197,10 +197,12 @@ __device__ __forceinline__ void copyTile(std::uint8_t* tile, const std::uint8_t*
   }
 }
 
-/// The four I4 codes of a 16-bit load (low nibble first) as signed bytes in order.
+/// The four I4 codes of a 16-bit load (low nibble first) as signed bytes in order: widenNibbleWord's
+/// first word (its second, of the zero high bits, is left unused and not computed).
 __device__ __forceinline__ std::uint32_t widenNibblePair(std::uint32_t half) {
-  const std::uint32_t even = signedNibbleBytes(half & 0x0f0fu), odd = signedNibbleBytes((half >> 4) & 0x0f0fu);
-  return __byte_perm(even, odd, 0x5140);
+  std::uint32_t first, unused;
+  widenNibbleWord(half, first, unused);
+  return first;
 }
 
 /// acc += this warp's kRowsM / 2 x 32 of As Bsᵀ over a step's kStepK codes. ldmatrix reads the byte
@@ -254,9 +256,8 @@ __device__ __forceinline__ void multiplyPipelined(const std::uint8_t* As, const 
 template <int kRowsM, bool kNibblesB>
 __global__ void __launch_bounds__(kPipeThreads, 2) pipelinedKernel(const Int8RowsProduct::Args a) {
   constexpr int kMi = kRowsM / 32, kRowA = kTileRowBytes<false>, kRowB = kTileRowBytes<kNibblesB>;
-  constexpr int kStage = kRowsM * kRowA + kPipeN * kRowB;
   GIZML_DYNAMIC_SHARED(std::uint8_t, shared);
-  const auto tileA = [&](std::int64_t t) { return shared + (t % kPipeStages) * kStage; };
+  const auto tileA = [&](std::int64_t t) { return shared + (t % kPipeStages) * kStageBytes<kRowsM, kNibblesB>; };
   const auto tileB = [&](std::int64_t t) { return tileA(t) + kRowsM * kRowA; };
   const std::int64_t tilesN = (a.n + kPipeN - 1) / kPipeN, steps = a.k / kStepK;
   const std::int64_t m0 = blockIdx.x / tilesN * kRowsM, n0 = blockIdx.x % tilesN * kPipeN;
@@ -288,9 +289,10 @@ template <int kRowsM, bool kNibblesB>
 void launchPipelined(const Gpu& g, const Int8RowsProduct::Args& a) {
   const std::int64_t tiles = ((a.m + kRowsM - 1) / kRowsM) * ((a.n + kPipeN - 1) / kPipeN);
   const auto kernel = pipelinedKernel<kRowsM, kNibblesB>;
-  detail::allowShared(g, Int8RowsProduct::kName, kernel, pipeSharedBytes<kNibblesB>(kRowsM));
+  constexpr std::size_t kBytes = kPipeSharedBytes<kRowsM, kNibblesB>;
+  detail::allowShared(g, Int8RowsProduct::kName, kernel, kBytes);
   const detail::Grid grid{detail::gridFor(tiles, 1), kPipeThreads};
-  detail::launch(g, Int8RowsProduct::kName, kernel, grid, a, pipeSharedBytes<kNibblesB>(kRowsM));
+  detail::launch(g, Int8RowsProduct::kName, kernel, grid, a, kBytes);
 }
 
 /// The pipelined tiles for codes I8 in a and kNibblesB ? I4 : I8 in b: 128 rows where those tiles
