@@ -85,6 +85,10 @@ template <> struct LaneTypes<float> {
 /// take a single-instruction form of one of their steps there (vec16.hpp, twin.hpp).
 template <class F>
 inline constexpr bool kAvx512Lanes = false;
+/// Whether lane type F is the host's vectors without AVX-512 (two AVX2 halves, or two such side by
+/// side): formulas may branch there on allLanes(mask), a test of the whole vector (vec16.hpp).
+template <class F>
+inline constexpr bool kAvx2Lanes = false;
 
 }  // namespace gizml::exact
 

@@ -109,6 +109,10 @@ GIZML_TWIN f32x16x2 scaleByPowerOfTwo(const f32x16x2& y, const f32x16x2& n) {
 GIZML_TWIN f32x16x2 roundToEven(const f32x16x2& v) { return {roundToEven(v.a), roundToEven(v.b)}; }
 template <>
 inline constexpr bool kAvx512Lanes<f32x16x2> = true;
+#else
+GIZML_TWIN bool allLanes(const i32x16x2& m) { return allLanes(m.a & m.b); }
+template <>
+inline constexpr bool kAvx2Lanes<f32x16x2> = true;
 #endif
 
 template <>

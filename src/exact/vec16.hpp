@@ -225,6 +225,12 @@ GIZML_VEC f32x16 maxLane(f32x16 a, f32x16 b) {
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return u32x16(base + u32x8{0, 1, 2, 3, 4, 5, 6, 7}, base + u32x8{8, 9, 10, 11, 12, 13, 14, 15});
 }
+/// Whether every lane of mask m (a comparison's: each lane all ones or zero) is set.
+GIZML_VEC bool allLanes(const i32x16& m) {
+  return _mm256_movemask_ps(_mm256_castsi256_ps((__m256i)(m.h[0] & m.h[1]))) == 0xff;
+}
+template <>
+inline constexpr bool kAvx2Lanes<f32x16> = true;
 GIZML_VEC i32x16 laneIndex() { return i32x16(i32x8{0, 1, 2, 3, 4, 5, 6, 7}, i32x8{8, 9, 10, 11, 12, 13, 14, 15}); }
 GIZML_VEC f32x16 permuteLanes(f32x16 v, i32x16 from) {
   return f32x16(__builtin_shuffle(v.h[0], v.h[1], from.h[0]), __builtin_shuffle(v.h[0], v.h[1], from.h[1]));
