@@ -431,6 +431,16 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
 #pragma GCC unroll 8
     for (std::size_t line = 0; line < block * sizeof(T); line += 64) prefetch(bytes + line);
   };
+  // Out of place, and not past the caches (BF16 has no streaming store without AVX512_BF16), each
+  // store reads its line first: it is asked for, with the intent to write, as far ahead (on a Zen 2,
+  // BF16 [8, 384, 8192] with SiLU out of place, 2 threads: 31.6 -> 14.0 - 14.3 ms; 4 and 16
+  // channels ahead did the same).
+  const bool readsOut = out != x && !(stream && exact::kStreamsStores<T>);
+  const auto prefetchBlockChannelForWrite = [&](T* values) __attribute__((always_inline)) {
+    char* bytes = reinterpret_cast<char*>(values);
+#pragma GCC unroll 8
+    for (std::size_t line = 0; line < block * sizeof(T); line += 64) __builtin_prefetch(bytes + line, 1, 3);
+  };
   for (std::int64_t t = first; t < last; ++t) {
     const std::int64_t blocks = runs.pixelsOf(t) / block;
     for (std::int64_t k = 0; k < blocks; ++k) {
@@ -444,6 +454,7 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
       for (int b = 0; b < kPixelBlockSteps; ++b) nextSs[b] = f32x16{};
       pixelBlockValues(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
         if (ch + kValuesAhead < a.c) prefetchBlockChannel(x + at + (ch + kValuesAhead) * a.pixels);
+        if (readsOut && ch + kSumsAhead < a.c) prefetchBlockChannelForWrite(out + at + (ch + kSumsAhead) * a.pixels);
         if (!next) return;
         if (ch + kSumsAhead < a.c) prefetchBlockChannel(next + (ch + kSumsAhead) * a.pixels);
         pixelBlockSumsStep(next + ch * a.pixels, nextSs);
@@ -478,8 +489,17 @@ void PixelNorm::host(const Args& a) {
   // 30 (4.14 -> 3.27) and out of place 30 of 30 (4.14 -> 3.26); 1 thread, F32 in place, 7.26 -> 4.72
   // ms; in the caches faster too (1 thread, [1, 192, 512] out of place: 19.5 -> 17.6 us). Without
   // SiLU, where the second pass has little arithmetic to hide the reads behind, F32 in place was
-  // slower (1.99 -> 2.91 ms, 30 of 30; BF16 1.19 -> 1.15): those take the runs below.
-  if (a.act) {
+  // slower (1.99 -> 2.91 ms, 30 of 30; BF16 1.19 -> 1.15): with AVX-512 those take the runs below.
+  // Without it they take the pipeline too since it asks for its values ahead (kSumsAhead): on a Zen
+  // 2 (AVX2), [8, 384, 8192], 2 threads, best of 12, F32 in place 10.0 - 11.0 -> 5.3 - 5.6 ms, out
+  // of place 9.2 - 10.6 -> 5.4 - 5.8; BF16 in place 12.7 - 13.5 -> 8.7 - 8.8, out of place 24.1 -
+  // 24.6 -> 7.4 - 7.5 (the Zen 5's AVX-512 runs above predate those prefetches; not measured again).
+#if defined(__AVX512F__)
+  constexpr bool kPipelineWithoutSiLU = false;
+#else
+  constexpr bool kPipelineWithoutSiLU = true;
+#endif
+  if (a.act || kPipelineWithoutSiLU) {
 #pragma omp parallel
     {
       const auto [first, last] = threadShare(runs.count());  // this thread's runs
