@@ -25,14 +25,20 @@ GIZML_HD std::uint32_t packBF16Values(float lo, float hi) {
 }
 /// x rounded to the nearest BF16 value, kept as F32.
 GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
-/// The same on a lane type (a float, or the host's 16 lanes): floatToBF16's bits, widened back,
-/// in integer steps.
+/// floatToBF16 on a lane type (a float, or the host's 16 lanes) in integer steps, before a mask:
+/// its bits in the high 16 bits of each lane (the low 16 bits are left over, for a store of the
+/// high halves to drop, or roundToBF16Steps' mask).
 template <class F>
-GIZML_HD F roundToBF16Steps(F x) {
+GIZML_HD auto bf16RoundedBits(F x) {
   const auto b = toBits(x);
   const auto rounded = b + (0x7fffu + ((b >> 16) & 1u));
   const auto quiet = b | 0x00400000u;  // NaN: a quiet NaN, sign and top payload kept
-  return fromBits(select(isNan(x), quiet, rounded) & 0xffff0000u);  // one mask for either
+  return select(isNan(x), quiet, rounded);
+}
+/// roundToBF16 on a lane type: floatToBF16's bits, widened back, in integer steps.
+template <class F>
+GIZML_HD F roundToBF16Steps(F x) {
+  return fromBits(bf16RoundedBits(x) & 0xffff0000u);  // one mask for either
 }
 template <class F>
 GIZML_HD F roundToBF16Lanes(F x) {

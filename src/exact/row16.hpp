@@ -86,13 +86,13 @@ inline float treeSum16(f32x16 acc) {
 
 #define GIZML_ROW inline __attribute__((always_inline))
 
-/// 16 lanes stored as BF16 at p: each lane's floatToBF16 (roundToBF16Lanes, then its top half;
-/// with AVX512_BF16, bf16Bits16).
+/// 16 lanes stored as BF16 at p: each lane's floatToBF16 (bf16RoundedBits' high halves; with
+/// AVX512_BF16, bf16Bits16).
 GIZML_ROW void storeBF16x16(std::uint16_t* p, f32x16 v) {
 #if defined(__AVX512BF16__)
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bf16Bits16(v));
 #else
-  storeLow16(p, toBits(roundToBF16Lanes(v)) >> 16);
+  storeHigh16(p, bf16RoundedBits(v));
 #endif
 }
 

@@ -75,6 +75,8 @@ GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
 GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16((__m512i)v));
 }
+/// The high 16 bits of each lane, stored as 16 consecutive std::uint16_t.
+GIZML_VEC void storeHigh16(std::uint16_t* p, u32x16 v) { storeLow16(p, v >> 16); }
 /// Lanes 0, 2, ..., 14 of a, then 0, 2, ..., 14 of b.
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -250,6 +252,16 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 #else
   for (int l = 0; l < 16; ++l) p[l] = static_cast<std::uint16_t>(v.h[l / 8][l % 8]);
 #endif
+}
+/// The high 16 bits of each lane, stored as 16 consecutive std::uint16_t: each half's high words
+/// picked to the low 8 bytes of its two 128-bit lanes (vpshufb), the halves' lanes paired
+/// (vpunpcklqdq: words 0-3, 8-11 | 4-7, 12-15) and put in order (vpermq). Four shuffles, where
+/// storeLow16 of v >> 16 takes two shifts, two masks, a pack and a permute.
+GIZML_VEC void storeHigh16(std::uint16_t* p, u32x16 v) {
+  const __m256i high = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                        2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i lo = _mm256_shuffle_epi8((__m256i)v.h[0], high), hi = _mm256_shuffle_epi8((__m256i)v.h[1], high);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(lo, hi), 0xD8));
 }
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),

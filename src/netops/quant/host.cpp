@@ -395,7 +395,7 @@ struct ModulatedInt8RowsHost {
         u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
                                                              exact::loadAll16(m.w + i), exact::loadAll16(scale + i),
                                                              exact::loadAll16(shift + i)));
-        if (y) exact::storeLow16(y + i, exact::toBits(u[k]) >> 16);  // u is a BF16 value already: its top half
+        if (y) exact::storeHigh16(y + i, exact::toBits(u[k]));  // u is a BF16 value already: its top half
       }
     };
     auto blocks = walkerBlocks(group);
