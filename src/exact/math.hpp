@@ -14,15 +14,17 @@ namespace gizml::exact {
 inline constexpr double EXP_MAX_ULP = 1.05;
 inline constexpr double LOG_MAX_ULP = 0.9;
 
-/// expLanes' reduction and polynomial, for xc in [-104, 89]: t = xc log2 e + 1.5 2^23 (its low
+/// 1.5 2^23: for |v| < 2^22, v + kExpShift holds rint(v) in its low mantissa bits.
+inline constexpr float kExpShift = 12582912.0f;
+
+/// expLanes' reduction and polynomial, for xc in [-104, 89]: t = xc log2 e + kExpShift (its low
 /// mantissa bits hold n = rint(xc log2 e)), fn = n as a float, and the result e^r, r = xc - n ln 2.
 template <class F>
 GIZML_HD F expOfReduced(F xc, F& t, F& fn) {
   // n = rint(x / ln 2) by the 1.5 * 2^23 trick: t's low mantissa bits hold n exactly.
-  const float magic = 12582912.0f;
   const F xlog2e = xc * 1.44269502f;
-  t = xlog2e + magic;
-  fn = t - magic;
+  t = xlog2e + kExpShift;
+  fn = t - kExpShift;
 #if defined(__AVX512F__) && !defined(__CUDACC__)
   // AVX-512 rounds to the nearest even integer in one instruction (vrndscaleps) where the trick
   // takes two: the same n for |x log2 e| < 2^22, but -0 for a small negative (the trick gives +0).
@@ -63,7 +65,7 @@ GIZML_HD F expLanes(F x) {
   if constexpr (kAvx2Lanes<F>) {
     if (allLanes((I)(toBits(x) & 0x7fffffffu) < 0x42ac0000)) {  // 86.0f
       const F y = expOfReduced(x, t, fn);
-      return fromBits(toBits(y) + ((toBits(t) - toBits(F{} + 12582912.0f)) << 23));
+      return fromBits(toBits(y) + ((toBits(t) - toBits(F{} + kExpShift)) << 23));
     }
   }
 #endif
@@ -85,7 +87,7 @@ GIZML_HD F expLanes(F x) {
   // floats for n in [-150, 129], the first product is exact, and the second rounds once (into the
   // subnormals or to inf when it must). Their biased exponents come from m = n + 254, read off t's
   // bits in one subtraction: m >> 1 = n1 + 127 and m - (m >> 1) = n2 + 127.
-  const I m = (I)(toBits(t) - (toBits(F{} + 12582912.0f) - 254u));
+  const I m = (I)(toBits(t) - (toBits(F{} + kExpShift) - 254u));
   const I half = m >> 1;
   F s1 = fromBits((U)half << 23);
   F s2 = fromBits((U)(m - half) << 23);

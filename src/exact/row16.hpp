@@ -98,12 +98,13 @@ GIZML_ROW void storeBF16x16(std::uint16_t* p, f32x16 v) {
 
 /// Whether HostRow::At::stream(T*, v) writes past the caches (where asked): F32 always; BF16 with
 /// AVX512_BF16 only, else it is a plain store.
-template <class T>
-inline constexpr bool kStreamsStores = sizeof(T) == 4
 #if defined(__AVX512BF16__)
-                                       || true
+template <class T>
+inline constexpr bool kStreamsStores = true;
+#else
+template <class T>
+inline constexpr bool kStreamsStores = sizeof(T) == 4;
 #endif
-    ;
 
 struct HostRow : RowSums<HostRow> {
   using F = f32x16;

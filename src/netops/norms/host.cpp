@@ -262,8 +262,9 @@ namespace {
 /// about 21 both ways); [8, 384, 8192] F32 in place, 2 threads, gizml_bench's best of 4
 /// interleaved rounds: 5.99-7.57 -> 5.30-5.72 ms with SiLU, 4.85-5.99 -> 3.95-4.21 without.
 constexpr std::int64_t kMaxPixelRun = 2048;
-/// How many channels ahead pixelNorm + SiLU's pipeline asks for the next block's values (its first
-/// pass's) and for the block's own (its second pass's): pixelNormThreadPipelined.
+/// How many channels ahead pixelNorm's pipeline asks for the next block's values (its first
+/// pass's; out's lines too, where its stores would read them) and for the block's own (its second
+/// pass's): pixelNormThreadPipelined.
 constexpr std::int64_t kSumsAhead = 8;
 constexpr std::int64_t kValuesAhead = 2;
 #if defined(__AVX512F__)
@@ -403,7 +404,8 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
   if (done < count) pixelNormSteps(a, x + p0 + done, out + p0 + done, count - done, next + done, nextCount - done);
 }
 
-/// A thread's runs [first, last) of pixelNorm with SiLU, its whole blocks in a pipeline: each
+/// A thread's runs [first, last) of pixelNorm with SiLU (without it too where PixelNorm::host
+/// says), its whole blocks in a pipeline: each
 /// block's second pass runs, channel by channel, the first pass of the thread's next whole block
 /// (the next one of its run, or the first of its next run), so that the next block's reads from
 /// memory run beside SiLU's arithmetic; a block whose sums no earlier block ran takes its own first.
