@@ -59,17 +59,26 @@ GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& 
 
 /// The Hadamard transform of the 256-block at element b of a row on the host, through `h` (256
 /// floats in L1) rather than in 16 vectors, which AVX2's two-register f32x16 would spill as 8-byte
-/// pieces, in two kinds of piece. hadamardGroupHeld(g): group(at, u) gives the 4 input vectors at
-/// element `at` (the block's vectors 4 g .. 4 g + 3); they take strides 1, 4 and 16
-/// (hadamardGroup) and are kept in h. hadamardLastHeld(j), after the four groups: stride 64 across
-/// the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast), handed to done(j, u) final (unhalved
-/// where !HalveLast). The same formulas and order as hadamard256, so the same bits.
+/// pieces, in two kinds of piece. hadamardGroupsHeld(g): group(at, u) gives the 4 input vectors at
+/// element `at` (the block's vectors 4 g .. 4 g + 3), for kGroupsAtOnce groups from g; they take
+/// strides 1, 4 and 16 side by side (hadamardGroups) and are kept in h. hadamardLastHeld(j), after
+/// the four groups: stride 64 across the kept vectors j, j + 4, j + 8, j + 12 (hadamardLast),
+/// handed to done(j, u) final (unhalved where !HalveLast). The same formulas and order as
+/// hadamard256, so the same bits.
+///
+/// Two groups at once: a group alone is 8 chains of ~13 dependent steps (fmas of 5 cycles on a Zen
+/// 2), too few for the out-of-order core to fill its pipes. On a Zen 2 (AVX2), 1 thread, blocks in
+/// L1 through this buffer (all four stages): 0.51 -> 0.43 ns a value, 0.40 with AVX2's stage of
+/// stride 4 (exact/hadamard.hpp) too; with both, 2 threads, int8Rows of BF16 rows [32, 3072] 39 ->
+/// 34 us, [8192, 3072] 9.6 -> 8.1 ms, modulatedInt8Rows 14.0 -> 12.0 ms.
+constexpr int kGroupsAtOnce = 2;
 template <class Group>
-GIZML_INLINE void hadamardGroupHeld(const exact::HostRow& row, float* h, std::int64_t b, int g, Group& group) {
-  f32x16 u[4];
-  group(b + 64 * g, u);
-  exact::hadamardGroup(row, u[0], u[1], u[2], u[3]);
-  for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * g + 16 * k, u[k]);
+GIZML_INLINE void hadamardGroupsHeld(const exact::HostRow& row, float* h, std::int64_t b, int g, Group& group) {
+  f32x16 u[kGroupsAtOnce][4];
+  for (int i = 0; i < kGroupsAtOnce; ++i) group(b + 64 * (g + i), u[i]);
+  exact::hadamardGroups(row, u);
+  for (int i = 0; i < kGroupsAtOnce; ++i)
+    for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * (g + i) + 16 * k, u[i][k]);
 }
 template <bool HalveLast, class Done>
 GIZML_INLINE void hadamardLastHeld(const float* h, int j, Done& done) {
@@ -81,7 +90,7 @@ GIZML_INLINE void hadamardLastHeld(const float* h, int j, Done& done) {
 /// The whole block: its four groups, then its last stage.
 template <bool HalveLast, class Group, class Done>
 GIZML_INLINE void hadamardBlockHeld(const exact::HostRow& row, float* h, std::int64_t b, Group group, Done done) {
-  for (int g = 0; g < 4; ++g) hadamardGroupHeld(row, h, b, g, group);
+  for (int g = 0; g < 4; g += kGroupsAtOnce) hadamardGroupsHeld(row, h, b, g, group);
   for (int j = 0; j < 4; ++j) hadamardLastHeld<HalveLast>(h, j, done);
 }
 
@@ -118,7 +127,7 @@ struct StagedBlocks {
 };
 
 #if defined(__AVX512BW__)
-/// StagedBlocks of natural groups (group(at, u), as hadamardGroupHeld's), each staged.
+/// StagedBlocks of natural groups (group(at, u), as hadamardGroupsHeld's), each staged.
 template <class Group>
 GIZML_INLINE auto stagedBlocksOfGroups(Group group) {
   auto block = [group](std::int64_t b, f32x16(&v)[16]) GIZML_INLINE_LAMBDA {
@@ -256,12 +265,12 @@ struct Int8Walker {
     b += exact::kHadamardBlock;
   }
 #endif
-  /// One group of the block under way (hadamardGroupHeld, held as its h); after its fourth, the
-  /// block's last stage (hadamardLastHeld).
+  /// kGroupsAtOnce groups of the block under way (hadamardGroupsHeld, held as its h); after its
+  /// fourth, the block's last stage (hadamardLastHeld).
   GIZML_INLINE void stepGroup() {
-    hadamardGroupHeld(row, held + b, b, g, group);
-    pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + 1));
-    if (++g < 4) return;
+    hadamardGroupsHeld(row, held + b, b, g, group);
+    pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + kGroupsAtOnce));
+    if ((g += kGroupsAtOnce) < 4) return;
     auto done = [&](int j, const f32x16(&u)[4]) {
       best0 = exact::maxMagnitude(best0, u[0]);
       best1 = exact::maxMagnitude(best1, u[1]);
@@ -402,8 +411,9 @@ struct ModulatedInt8RowsHost {
     Int8Walker<decltype(blocks)> walker{row, c, held, pending, blocks};
     if (r + 1 < a.rows) {
       // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
-      // n / 256 blocks or n / 64 groups (the walker's steps): one every 16 (32) steps, or 4 (8).
-      const int every = (m.centered ? 2 : 1) * (kStagedBlocks ? 16 : 4);
+      // n / 256 blocks or n / (64 kGroupsAtOnce) steps of groups (the walker's steps): one every 16
+      // (32) steps, or 4 kGroupsAtOnce (8 kGroupsAtOnce).
+      const int every = (m.centered ? 2 : 1) * (kStagedBlocks ? 16 : 4 * kGroupsAtOnce);
       int steps = 0;
       auto side = [&](std::int64_t) GIZML_INLINE_LAMBDA {
         if (++steps % every == 0 && !walker.finished()) walker.step();
