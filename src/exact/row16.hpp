@@ -200,11 +200,15 @@ struct HostRow : RowSums<HostRow> {
   }
   /// reduce, running side(i) after each whole step i: independent work (another row's) to fill
   /// the gaps of the sums' latency-bound chains. It changes nothing in the sums.
+  /// With every > 1, side(i) runs after each `every` whole steps (and after the last), i the last
+  /// one's element: between two, the sums' accumulators stay in locals (Sums::next(count)), where
+  /// a side inlined into each step's loop had GCC carry them through memory every step.
   template <int N, class Step, class Side>
-  GIZML_ROW void reduceWith(float (&out)[N], Step step, Side&& side) const {
+  GIZML_ROW void reduceWith(float (&out)[N], Step step, Side&& side, std::int64_t every = 1) const {
     Sums<N, Step&> sums{n, step};
     while (sums.wholeStepsLeft()) {
-      sums.next();
+      if (every == 1) sums.next();
+      else sums.next(every);
       side(sums.i - 16);
     }
     sums.finish(out);
@@ -287,9 +291,10 @@ struct SideRow : RowSums<SideRow<Side>> {
   std::int64_t n;
   HostRow base;
   Side& side;
+  std::int64_t every = 1;
   template <int N, class Step>
   GIZML_ROW void reduce(float (&out)[N], Step step) const {
-    base.reduceWith(out, step, side);
+    base.reduceWith(out, step, side, every);
   }
 };
 
