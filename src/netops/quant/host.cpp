@@ -414,8 +414,9 @@ struct ModulatedInt8RowsHost {
       // n / 256 blocks or n / (64 kGroupsAtOnce) steps of groups (the walker's steps): one every 16
       // (32) steps, or 4 kGroupsAtOnce (8 kGroupsAtOnce). The steps between two walker steps keep
       // their sums in registers (SideRow's every): a walker step inlined into each step's loop had
-      // them carried through memory each step, 12 cycles of a chain's step where an fma takes 5
-      // (Zen 2, [32, 3072] in the caches, 2 threads: 51 - 59 -> 50 us in four rounds of pairs).
+      // them carried through memory, each step's fma waiting on a store and a load beside its own
+      // 5 cycles (Zen 2, [32, 3072] in the caches, 2 threads: 51 - 59 -> 50 us in four rounds of
+      // pairs).
       const int every = (m.centered ? 2 : 1) * (kStagedBlocks ? 16 : 4 * kGroupsAtOnce);
       auto side = [&](std::int64_t) GIZML_INLINE_LAMBDA {
         if (!walker.finished()) walker.step();
