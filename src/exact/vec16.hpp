@@ -238,10 +238,25 @@ GIZML_VEC f32x16 permuteLanes(f32x16 v, i32x16 from) {
   return f32x16(__builtin_shuffle(v.h[0], v.h[1], from.h[0]), __builtin_shuffle(v.h[0], v.h[1], from.h[1]));
 }
 GIZML_VEC f32x16 loadBF16x16(const std::uint16_t* p) {
+#if defined(__AVX2__)
+  // A half's 8 values loaded into both 128-bit lanes (vbroadcasti128, a load alone), then one byte
+  // shuffle puts value k of lane j's four (4 j + k) in dword k's high word and zeros its low word:
+  // 2 shuffles for 16 values where vpmovzxwd and the shift took 4 (the shifts on one pipe of a Zen
+  // 2). int8Rows of BF16 rows [32, 3072] in the caches, Zen 2, 2 threads: 34 -> 33 us in three
+  // rounds of pairs.
+  const __m256i wordsToHigh = _mm256_setr_epi8(-1, -1, 0, 1, -1, -1, 2, 3, -1, -1, 4, 5, -1, -1, 6, 7,  //
+                                               -1, -1, 8, 9, -1, -1, 10, 11, -1, -1, 12, 13, -1, -1, 14, 15);
+  const auto half = [&](const std::uint16_t* q) {
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+    return (f32x8)_mm256_shuffle_epi8(both, wordsToHigh);
+  };
+  return f32x16(half(p), half(p + 8));
+#else
   // One vpmovzxwd a half (GCC 12 makes two 4-lane ones and an insert of __builtin_convertvector).
   const __m256i lo = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256i hi = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
   return fromBits(u32x16((u32x8)lo, (u32x8)hi) << 16);
+#endif
 }
 GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 #if defined(__AVX2__)
