@@ -278,19 +278,11 @@ GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t
   else loadBlock(row, static_cast<const float*>(x) + at, v);
 }
 
-/// The first three stages (strides 1, 4, 16) of the group of four vectors u0 .. u3 = v[b .. b + 4)
-/// of a block (b a multiple of 4), in place: strides 1 and 4 within each vector, then 16 across them.
-template <class Row, class F>
-GIZML_HD void hadamardGroup(const Row& row, F& u0, F& u1, F& u2, F& u3) {
-  u0 = hadamardLanes<4>(row, hadamardLanes<1>(row, u0));
-  u1 = hadamardLanes<4>(row, hadamardLanes<1>(row, u1));
-  u2 = hadamardLanes<4>(row, hadamardLanes<1>(row, u2));
-  u3 = hadamardLanes<4>(row, hadamardLanes<1>(row, u3));
-  hadamard4(u0, u1, u2, u3);  // stride 16
-}
-/// hadamardGroup on N groups side by side (u[g] group g), each stage on all of them before the
-/// next: N independent chains for an out-of-order core, whose window held one group's chain of
-/// fmas and permutes and little else. The same formulas and order for every value, so the same bits.
+/// The first three stages (strides 1, 4, 16) of N groups of four vectors, in place: group g is u[g],
+/// a block's v[b .. b + 4) (b a multiple of 4); strides 1 and 4 within each vector, then 16 across
+/// the group's four. Each stage runs on all N groups before the next: N independent chains for an
+/// out-of-order core (the host without AVX-512 takes 2: one group's chain of fmas and permutes left
+/// its window short of work). The same formulas and order for every value, so the same bits.
 template <int N, class Row, class F>
 GIZML_HD void hadamardGroups(const Row& row, F (&u)[N][4]) {
   for (int g = 0; g < N; ++g)
@@ -311,7 +303,7 @@ GIZML_HD void hadamardLast(F& u0, F& u1, F& u2, F& u3) {
 /// hadamardRows and int8Rows run the same pieces in their own loops).
 template <class Row, class F>
 GIZML_HD void hadamard256(const Row& row, F (&v)[16]) {
-  for (int b = 0; b < 16; b += 4) hadamardGroup(row, v[b], v[b + 1], v[b + 2], v[b + 3]);
+  for (int b = 0; b < 16; b += 4) hadamardGroups(row, reinterpret_cast<F(&)[1][4]>(v[b]));
   for (int j = 0; j < 4; ++j) hadamardLast(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
 #if defined(__AVX512BW__) && !defined(__CUDACC__)
