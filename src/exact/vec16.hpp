@@ -231,6 +231,27 @@ GIZML_VEC u32x16 iota16(std::uint32_t base) {
 GIZML_VEC bool allLanes(const i32x16& m) {
   return _mm256_movemask_ps(_mm256_castsi256_ps((__m256i)(m.h[0] & m.h[1]))) == 0xff;
 }
+/// The largest of each lane's magnitude bits (its bits without the sign, as a non-negative int32)
+/// over both halves: for numbers the order of |v|; a NaN's are above every finite value's and
+/// inf's. One signed maximum of the two halves, so a bound then takes one comparison, not two.
+GIZML_VEC i32x8 largestMagnitudeBits(f32x16 v) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  return (i32x8)_mm256_max_epi32(_mm256_and_si256((__m256i)v.h[0], magnitude),
+                                 _mm256_and_si256((__m256i)v.h[1], magnitude));
+}
+/// Whether every lane is a number of magnitude below the float whose bits are `bound` (a positive
+/// finite float's): largestMagnitudeBits against it. The AVX2 exp's test of its fast path, 5
+/// instructions for 16 lanes where the lanes' comparisons took 8 (GCC 12's signed < as min and ==).
+GIZML_VEC bool allMagnitudesBelow(f32x16 v, std::uint32_t bound) {
+  const i32x8 below = (i32x8)_mm256_set1_epi32(static_cast<int>(bound)) > largestMagnitudeBits(v);
+  return _mm256_movemask_ps(_mm256_castsi256_ps((__m256i)below)) == 0xff;
+}
+/// Each lane rounded to the nearest integer, ties to even (vroundps; -0 for a small negative), as
+/// the AVX-512 roundToEven.
+GIZML_VEC f32x16 roundToEven(f32x16 v) {
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  return f32x16((f32x8)_mm256_round_ps((__m256)v.h[0], kNearest), (f32x8)_mm256_round_ps((__m256)v.h[1], kNearest));
+}
 template <>
 inline constexpr bool kAvx2Lanes<f32x16> = true;
 GIZML_VEC i32x16 laneIndex() { return i32x16(i32x8{0, 1, 2, 3, 4, 5, 6, 7}, i32x8{8, 9, 10, 11, 12, 13, 14, 15}); }
