@@ -247,6 +247,36 @@ TEST(Vec16, RintOrPlusZeroOverAllSmallFloats) {
   EXPECT_EQ(mismatches, 0u) << "first at input 0x" << std::hex << first;
 }
 
+#if !defined(__AVX512F__)
+TEST(Vec16, AllMagnitudesBelow) {
+  // The AVX2 exp's test of its fast path (allMagnitudesBelow, one vector or a twin's two): true only
+  // where every lane is a number of magnitude below the bound. Each lane of both vectors in turn
+  // holds a value at or past it, a NaN of either sign or an infinity; the others values just below
+  // it of either sign, zeros of both signs and subnormals.
+  using gizml::exact::allMagnitudesBelow;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float below = std::nextafter(86.0f, 0.0f);
+  float lanes[32];
+  for (int l = 0; l < 32; ++l) lanes[l] = l % 4 == 0 ? (l % 8 ? -0.0f : 0x1p-149f) : (l % 2 ? below : -below);
+  const auto vectors = [&] {
+    return gizml::exact::f32x16x2{gizml::exact::loadAll16(lanes), gizml::exact::loadAll16(lanes + 16)};
+  };
+  EXPECT_TRUE(allMagnitudesBelow(vectors().a, 86.0f));
+  EXPECT_TRUE(allMagnitudesBelow(vectors().b, 86.0f));
+  EXPECT_TRUE(allMagnitudesBelow(vectors(), 86.0f));
+  for (const float outside : {86.0f, -86.0f, std::nextafter(86.0f, inf), nan, -nan, inf, -inf, 1e30f})
+    for (int l = 0; l < 32; ++l) {
+      const float kept = lanes[l];
+      lanes[l] = outside;
+      const auto v = vectors();
+      EXPECT_FALSE(allMagnitudesBelow(l < 16 ? v.a : v.b, 86.0f)) << "lane " << l << " holding " << outside;
+      EXPECT_TRUE(allMagnitudesBelow(l < 16 ? v.b : v.a, 86.0f)) << "lane " << l << " holding " << outside;
+      EXPECT_FALSE(allMagnitudesBelow(v, 86.0f)) << "lane " << l << " of the twin holding " << outside;
+      lanes[l] = kept;
+    }
+}
+#endif
+
 TEST(Vec16, MaxMagnitude) {
   // The larger magnitude, sign cleared; -0 and +0 give +0; a quiet NaN v leaves best.
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();

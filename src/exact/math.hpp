@@ -68,7 +68,7 @@ GIZML_HD F expLanes(F x) {
   // side by side (twin.hpp) 0.545 -> 0.457; gizml_bench, 2 threads, groupNorm + SiLU [512, 48 x
   // 1024] 11.2 -> 10.3 - 10.4 ms, pixelNorm + SiLU [8, 384, 8192] 10.3 - 10.7 -> 9.8 - 10.0 ms.
   if constexpr (kAvx2Lanes<F>) {
-    if (allMagnitudesBelow(x, 0x42ac0000u)) {  // 86.0f
+    if (allMagnitudesBelow(x, 86.0f)) {
       const F y = expOfReduced(x, t, fn);
       // n << 23 is t's bits << 23: t's bits are kExpShift's plus n (two's complement), and
       // kExpShift's (0x4b400000) have nine low zero bits, which the shift leaves as 0 mod 2^32.

@@ -111,10 +111,9 @@ template <>
 inline constexpr bool kAvx512Lanes<f32x16x2> = true;
 #else
 GIZML_TWIN bool allLanes(const i32x16x2& m) { return allLanes(m.a & m.b); }
-GIZML_TWIN bool allMagnitudesBelow(const f32x16x2& v, std::uint32_t bound) {
-  const i32x8 largest = (i32x8)_mm256_max_epi32((__m256i)largestMagnitudeBits(v.a), (__m256i)largestMagnitudeBits(v.b));
-  const i32x8 below = (i32x8)_mm256_set1_epi32(static_cast<int>(bound)) > largest;
-  return _mm256_movemask_ps(_mm256_castsi256_ps((__m256i)below)) == 0xff;
+GIZML_TWIN bool allMagnitudesBelow(const f32x16x2& v, float bound) {
+  return magnitudeBitsBelow(
+      (i32x8)_mm256_max_epi32((__m256i)largestMagnitudeBits(v.a), (__m256i)largestMagnitudeBits(v.b)), bound);
 }
 GIZML_TWIN f32x16x2 roundToEven(const f32x16x2& v) { return {roundToEven(v.a), roundToEven(v.b)}; }
 template <>
