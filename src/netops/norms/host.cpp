@@ -318,8 +318,11 @@ inline __attribute__((always_inline)) void pixelBlockSums(const PixelNorm::Args&
 
 /// A whole block's second pass, from its sums ss: each channel's values into out, then beside(ch),
 /// the thread's other work for that channel (the next run's prefetch, or the next block's first
-/// pass).
-template <class T, class Beside>
+/// pass). With kLate (and HostRow::kLateBF16) a BF16 pair is stored during the next pair's
+/// arithmetic (HostRow::LateBF16), SiLU's: on a Zen 2, BF16 [8, 384, 8192] in place with SiLU, 2
+/// threads, 11.4 - 11.6 -> 10.6 - 10.8 ms in three rounds of pairs. Without SiLU it lost 5 %
+/// (3.7 - 3.9 -> 4.0 - 4.1 ms) and is not taken; chosen at run time inside, it cost that path 2x.
+template <bool kLate, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
                                                             Beside&& beside) {
@@ -327,18 +330,21 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
   exact::f32x16 r[kPixelBlockSteps];
 #pragma GCC unroll 8
   for (int b = 0; b < kPixelBlockSteps; ++b) r[b] = pixelScale(ss[b], a.c, a.eps);
+  exact::HostRow::LateBF16 late;
   for (std::int64_t ch = 0; ch < a.c; ++ch) {
     const T* in = x + ch * a.pixels;
     T* o = out + ch * a.pixels;
     // Two steps at a time (their chains interleaved: exact/twin.hpp).
 #pragma GCC unroll 8
     for (int b = 0; b < kPixelBlockSteps; b += 2) {
-      const exact::HostRow::TwinAt two{Step{16 * b, 16, stream}, Step{16 * b + 16, 16, stream}};
+      const exact::HostRow::TwinAt two{Step{16 * b, 16, stream}, Step{16 * b + 16, 16, stream},
+                                       exact::HostRow::kLateBF16 && kLate ? &late : nullptr};
       const exact::f32x16x2 v = pixelValue(two.load(in), exact::f32x16x2{r[b], r[b + 1]}, a.act);
       two.stream(o, v);  // a plain store unless `stream`
     }
     beside(ch);
   }
+  late.flush();
 }
 
 /// One whole block: both passes. While the second pass computes, it asks for the next run's pixels
@@ -349,7 +355,7 @@ void pixelNormBlock(const PixelNorm::Args& a, const T* x, T* out, const T* next,
                     bool stream) {
   exact::f32x16 ss[kPixelBlockSteps];
   pixelBlockSums(a, x, ss);
-  pixelBlockValues(a, x, out, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
+  pixelBlockValues<false>(a, x, out, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
     prefetchElements(next + ch * a.pixels, nextCount);
   });
 }
@@ -410,7 +416,8 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
 /// (the next one of its run, or the first of its next run), so that the next block's reads from
 /// memory run beside SiLU's arithmetic; a block whose sums no earlier block ran takes its own first.
 /// The rest of a run past its whole blocks is pixelNormSteps'. Each pixel's chain is its own, so
-/// which block runs beside which changes no bit.
+/// which block runs beside which changes no bit. kLate: BF16 pairs stored a pair late
+/// (pixelBlockValues), for SiLU.
 ///
 /// Each channel's step asks (detail::LinePrefetch) for the next block's channel ch + kSumsAhead
 /// (from memory) and for this block's channel ch + kValuesAhead (read by its first pass a block
@@ -420,7 +427,7 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
 /// F32 in place, 2 threads, best of 12: 17.4 ms without; the next block's channels 2, 4, 8 and 12
 /// ahead: 14.2, 12.2, 11.1 and 11.8 ms; with 8 there, this block's 1, 2 and 3 ahead: 10.3 - 10.5,
 /// 9.8 and 9.8 - 10.1 ms, against 11.0 - 11.2 without.
-template <class T>
+template <bool kLate, class T>
 void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, const PixelRuns& runs, std::int64_t first,
                               std::int64_t last, bool stream) {
   constexpr std::int64_t block = 16 * kPixelBlockSteps;
@@ -454,7 +461,7 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
       f32x16 nextSs[kPixelBlockSteps];
 #pragma GCC unroll 8
       for (int b = 0; b < kPixelBlockSteps; ++b) nextSs[b] = f32x16{};
-      pixelBlockValues(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
+      pixelBlockValues<kLate>(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
         if (ch + kValuesAhead < a.c) prefetchBlockChannel(x + at + (ch + kValuesAhead) * a.pixels);
         if (readsOut && ch + kSumsAhead < a.c) prefetchBlockChannelForWrite(out + at + (ch + kSumsAhead) * a.pixels);
         if (!next) return;
@@ -505,12 +512,15 @@ void PixelNorm::host(const Args& a) {
 #pragma omp parallel
     {
       const auto [first, last] = threadShare(runs.count());  // this thread's runs
-      if (a.bf16)
-        pixelNormThreadPipelined(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out), runs,
-                                 first, last, stream);
+      if (a.bf16 && a.act)  // BF16 pairs stored late (pixelBlockValues) with SiLU only
+        pixelNormThreadPipelined<true>(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out),
+                                       runs, first, last, stream);
+      else if (a.bf16)
+        pixelNormThreadPipelined<false>(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out),
+                                        runs, first, last, stream);
       else
-        pixelNormThreadPipelined(a, static_cast<const float*>(a.x), static_cast<float*>(a.out), runs, first, last,
-                                 stream);
+        pixelNormThreadPipelined<false>(a, static_cast<const float*>(a.x), static_cast<float*>(a.out), runs, first,
+                                        last, stream);
       if (stream) exact::streamFence();  // this thread's streaming stores, visible before the join
     }
     return;
