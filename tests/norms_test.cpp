@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "exact/math.hpp"
+#include "reference/norms_reference.hpp"
 #include "support/preamble.hpp"
 
 namespace {
@@ -525,6 +527,38 @@ TEST(PixelNorm, SiluAfterTheNormAndInPlace) {
     Tensor same = in.clone();
     netops::pixelNormInto(same, 1e-8, true, same);
     EXPECT_TRUE(sameBits(same.toFloats(), out.toFloats())) << "out = x";
+  }
+}
+
+TEST(PixelNorm, SiluOfLargeValuesEqualsTheReference) {
+  // Without AVX-512 the host's blocks of pixels whose values are provably below 86 in magnitude take
+  // SiLU without the exp's test of the lanes (norms/host.cpp, pixelValuesSmall); |y| <= sqrt(c)
+  // about, so with c = 3000 channels they do, with c = 8192 they must not: a pixel whose channels
+  // are all zero but one has y = +-sqrt(c) there (+-90.5, where exp(-y) is a subnormal or past the
+  // fast path), beside pixels of random values and of several spikes, F32 and BF16, in place.
+  for (const std::int64_t c : {std::int64_t{3000}, std::int64_t{8192}}) {
+    const std::int64_t pixels = 256, count = c * pixels;
+    auto x = randomFloats(Key{137, static_cast<std::uint32_t>(c)}, count);
+    for (std::int64_t p = 0; p < 128; ++p) {
+      for (std::int64_t ch = 0; ch < c; ++ch) x[ch * pixels + p] = 0.0f;
+      const std::int64_t spikes = 1 + p % 4;  // |y| = sqrt(c / spikes)
+      for (std::int64_t k = 0; k < spikes; ++k) x[((p * 7 + k * 131) % c) * pixels + p] = p % 2 ? 3.0f : -3.0f;
+    }
+    std::vector<float> want(count);
+    gizml::reference::pixelNorm(x.data(), 1, c, pixels, 1e-8, true, want.data());
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      SCOPED_TRACE(std::string(gizml::dtypeName(dtype)) + ", c " + std::to_string(c));
+      Tensor in = host(x, {1, c, pixels}).to(dtype);
+      std::vector<float> wantOf = want;
+      if (dtype == DType::BF16) {
+        // The reference on the BF16 values, rounded as stored.
+        const auto rounded = in.toFloats();
+        gizml::reference::pixelNorm(rounded.data(), 1, c, pixels, 1e-8, true, wantOf.data());
+        wantOf = host(wantOf, {1, c, pixels}).to(DType::BF16).toFloats();
+      }
+      netops::pixelNormInto(in, 1e-8, true, in);
+      EXPECT_TRUE(sameBits(in.toFloats(), wantOf));
+    }
   }
 }
 

@@ -47,6 +47,18 @@ GIZML_HD F expOfReduced(F xc, F& t, F& fn) {
   return fmaLane(p, r * r, r) + 1.0f;
 }
 
+#if !defined(__AVX512F__) && !defined(__CUDACC__)
+/// expLanes' AVX2 fast path, for lanes that all hold |x| < 86 (expLanes' reasons there).
+template <class F>
+GIZML_HD F expOfSmall(F x) {
+  F t, fn;
+  const F y = expOfReduced(x, t, fn);
+  // n << 23 is t's bits << 23: t's bits are kExpShift's plus n (two's complement), and
+  // kExpShift's (0x4b400000) have nine low zero bits, which the shift leaves as 0 mod 2^32.
+  return fromBits(toBits(y) + (toBits(t) << 23));
+}
+#endif
+
 /// e^x. Overflows to +inf past ~88.72, underflows through the subnormals to +0 below ~-103.97;
 /// exp(NaN) is a quiet NaN, exp(+inf) = +inf, exp(-inf) = +0.
 template <class F>
@@ -68,12 +80,7 @@ GIZML_HD F expLanes(F x) {
   // side by side (twin.hpp) 0.545 -> 0.457; gizml_bench, 2 threads, groupNorm + SiLU [512, 48 x
   // 1024] 11.2 -> 10.3 - 10.4 ms, pixelNorm + SiLU [8, 384, 8192] 10.3 - 10.7 -> 9.8 - 10.0 ms.
   if constexpr (kAvx2Lanes<F>) {
-    if (allMagnitudesBelow(x, 86.0f)) {
-      const F y = expOfReduced(x, t, fn);
-      // n << 23 is t's bits << 23: t's bits are kExpShift's plus n (two's complement), and
-      // kExpShift's (0x4b400000) have nine low zero bits, which the shift leaves as 0 mod 2^32.
-      return fromBits(toBits(y) + (toBits(t) << 23));
-    }
+    if (allMagnitudesBelow(x, 86.0f)) return expOfSmall(x);
   }
 #endif
   // Past these the result is inf or 0 anyway; clamping keeps the integer steps in range. The
@@ -137,6 +144,17 @@ GIZML_HD F logLanes(F x) {
 template <class F>
 GIZML_HD F siluLanes(F v) {
   return v / (expLanes(-v) + 1.0f);
+}
+
+/// siluLanes for lanes that all hold |v| < 86, which the caller has proven (pixelNorm's blocks:
+/// norms/host.cpp): the same value, without the AVX2 exp's test of the lanes (expOfSmall); on other
+/// lane types siluLanes itself.
+template <class F>
+GIZML_HD F siluLanesOfSmall(F v) {
+#if !defined(__AVX512F__) && !defined(__CUDACC__)
+  if constexpr (kAvx2Lanes<F>) return v / (expOfSmall(-v) + 1.0f);
+#endif
+  return siluLanes(v);
 }
 
 /// Sigmoid: 1 / (1 + exp(-v)). Within 3 ulp of float64 for v > -88 (as SiLU).
