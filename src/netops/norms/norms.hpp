@@ -68,7 +68,7 @@ template <class F>
 GIZML_HD F pixelScale(F ss, std::int64_t c, float eps) {
   return rsqrtLanes(ss / static_cast<float>(c) + eps);
 }
-/// kSmall: every y is known to have |y| < 86 (the host's pixelNormValuesSmall), so SiLU's exp may
+/// kSmall: every y is known to have |y| < 86 (the host's pixelValuesSmall), so SiLU's exp may
 /// skip its test of the lanes (exact::siluLanesOfSmall: the same value).
 template <bool kSmall = false, class F>
 GIZML_HD F pixelValue(F x, F r, bool act) {
