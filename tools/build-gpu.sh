@@ -5,10 +5,12 @@
 #          and gizml as a shared library: one copy of it (and of its kernels) for all the programs,
 #          where a static one was linked into each test (52 MiB staged with 16 tests, near the limit).
 #   stage: build-gpu/ — only the programs (gizml-check, gizml-decode, gizml-denoise, gizml-train,
-#          tests/*_test, bench/gizml_bench), stripped, the shared libraries they need beyond the C library and the
-#          driver (in lib/), the test data (tests/data, next to the tests) and a slice of Fashion-MNIST
-#          for gizml-train's short run (data/fashion-mnist: the first 9600 training and 2000 test
-#          images, as gzip'd IDX files like Debian's). At most 55 MiB: what a GPU session can carry.
+#          tests/*_test, bench/gizml_bench), stripped, the shared libraries they need beyond the C
+#          library and the driver (in lib/), the test data (tests/data, next to the tests) and a slice
+#          of Fashion-MNIST for gizml-train's short run (data/fashion-mnist: the first 9600 training
+#          and 2000 test images, as gzip'd IDX files like Debian's). The test programs travel in one
+#          archive (tests/programs.tar.gz: 33 MiB staged in all, 52 MiB unpacked). At most 55 MiB:
+#          what a GPU session can carry.
 # tools/gpu-check.sh (from the repository) runs it there.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -80,6 +82,13 @@ done
 # The one thing lib/ cannot carry: the C library. The GPU machine's must be at least this new.
 glibc=$(for f in "${bins[@]}" "$STAGE"/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1)
 echo "build-gpu: the staged programs need glibc ${glibc#GLIBC_} or newer (this machine: $(ldd --version | head -1))"
+
+# The test programs (~32 MiB, the part that grows) travel as one gzip'd tar (~13 MiB), which
+# tools/gpu-unpack.sh unpacks on the GPU machine (gpu-check.sh and gpu-rows-sweep.sh call it).
+tar -czf "$STAGE/tests/programs.tar.gz" -C "$STAGE/tests" $(cd "$STAGE/tests" && ls -- *_test)
+rm -f "$STAGE"/tests/*_test
+echo "build-gpu: test programs packed in tests/programs.tar.gz ($(du -b "$STAGE/tests/programs.tar.gz" | \
+  awk '{printf "%.1f", $1 / 1048576}') MiB)"
 
 bytes=$(du -sb "$STAGE" | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')

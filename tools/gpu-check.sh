@@ -44,6 +44,8 @@ shopt -s nullglob
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build-gpu}" && pwd)" || { echo "gpu-check: no build folder ${1:-$ROOT/build-gpu}"; exit 2; }
 [ -x "$BUILD/gizml-check" ] || { echo "gpu-check: $BUILD has no gizml-check (made by tools/build-gpu.sh?)"; exit 2; }
+# The test programs travel packed (tools/build-gpu.sh); unpacked here once, reported in the log below.
+unpacked=$(bash "$ROOT/tools/gpu-unpack.sh" "$BUILD" 2>&1) || unpacked="gpu-check: unpacking FAILED: $unpacked"
 LOG="${OUT:-$BUILD}/gpu-check.log"
 LOGDIR="${OUT:-$BUILD}/gpu-check-logs"
 TOTAL_LIMIT="${GPU_CHECK_TOTAL_LIMIT:-540}"     # under the 600 s of one device call, with room for the summary
@@ -150,6 +152,7 @@ gtest_unfinished() {
 
 {
   echo "gpu-check: $BUILD on $(uname -n), $(date -u '+%Y-%m-%d %H:%M UTC'); total limit $TOTAL_LIMIT s"
+  [ -n "$unpacked" ] && echo "$unpacked"
 
   # The driver first: the static CUDA 13 runtime (and the JIT of the compute_90a PTX) needs 580.65.06
   # or newer; with an older one no kernel can run and every later step would only burn device time.
@@ -185,6 +188,7 @@ gtest_unfinished() {
       echo "--- $f: $(ldd "$f" 2>&1 | grep "not found" | tr -s ' \t' ' ' | tr '\n' ';')"; step_result=FAILED
     fi
   done
+  [ ${#tests[@]} -gt 0 ] || { echo "--- no test programs in $BUILD/tests"; step_result=FAILED; }
   # Each test program starts (its libraries load, its static set-up runs); those with CUDA tests run
   # in the next step, registry_test first, the sweep over all floats last.
   first=() middle=() last=()

@@ -44,6 +44,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build-gpu}" && pwd)" || { echo "gpu-rows-sweep: no build folder ${1:-$ROOT/build-gpu}"; exit 2; }
 BENCH="$BUILD/bench/gizml_bench"
 [ -x "$BENCH" ] || { echo "gpu-rows-sweep: $BUILD has no bench/gizml_bench"; exit 2; }
+bash "$ROOT/tools/gpu-unpack.sh" "$BUILD" || echo "gpu-rows-sweep: unpacking the test programs FAILED"
 LOG="${OUT:-$BUILD}/rows-sweep.log"
 PLAN_FILE="${OUT:-$BUILD}/row-plan.txt"
 rm -f "$PLAN_FILE"
