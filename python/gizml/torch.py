@@ -17,6 +17,10 @@ function               forward / backward
 ``dropout``            ``Tensor.dropout(key, p)`` / the same mask: ``dy.dropout(key, p)``
 =====================  ======================================================================
 
+Inference ops (forward only: a backward through them raises gizml.Error): ``group_norm``
+(``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNormInto``),
+``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``hadamard_rows`` and ``int8_rows``.
+
 Composed backward products. gizml's product is ``lazyMatmul(a [m, k], w [n, k])`` = a wᵀ, each
 element one fma chain over k from +0. The gradients it has no op for yet are that product on
 transposed copies (a transpose is a copy of bits, made by PyTorch; a transposed product in C++
@@ -33,9 +37,10 @@ Inputs are float32 (gizml's exact dtype; another dtype is ``gizml.Error``). A no
 input is copied with ``.contiguous()`` first (documented copy); everything else is zero copy.
 
 ``nn.Module`` s: ``Linear``, ``LayerNorm``, ``Conv2d``, ``MaxPool2d``, ``AvgPool2d``,
-``Dropout`` and ``CrossEntropyLoss`` are subclasses of PyTorch's (the same parameters, state dict
-and constructor) whose forward runs gizml; ``from_torch_module(model)`` swaps a model's layers
-for them.
+``Dropout``, ``CrossEntropyLoss`` and (inference only) ``GroupNorm`` are subclasses of PyTorch's
+(the same parameters, state dict and constructor) whose forward runs gizml;
+``from_torch_module(model)`` swaps a model's layers for them (``GroupNorm`` with
+``inference=True``).
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ __all__ = [
     "LayerNormFunction", "CrossEntropyFunction", "LinearFunction", "Conv2dFunction", "Pool2dFunction",
     "DropoutFunction", "layer_norm", "cross_entropy", "linear", "conv2d", "max_pool2d", "avg_pool2d",
     "dropout", "Linear", "LayerNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
-    "from_torch_module", "to_gizml", "to_torch",
+    "from_torch_module", "to_gizml", "to_torch", "InferenceFunction", "group_norm", "pixel_norm",
+    "modulated_norm", "hadamard_rows", "int8_rows", "GroupNorm",
 ]
 
 
@@ -281,6 +287,141 @@ def dropout(x, key: gizml.Key, p=0.5):
     return DropoutFunction.apply(x, key, p)
 
 
+# ---- diffusion norms and 8-bit rows (inference ops: forward only) --------------------------------
+
+class InferenceFunction(torch.autograd.Function):
+    """Runs one of gizml's inference ops (which have no backward in gizml): ``apply(name, run,
+    *tensors)`` returns ``run(*tensors)``; a backward through its result raises gizml.Error naming
+    the op, where a silent zero or missing gradient would mislead a training run."""
+
+    @staticmethod
+    def forward(ctx, name, run, *tensors):
+        ctx.name = name
+        return run(*tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise gizml.Error(f"gizml.torch.{ctx.name}: no backward: an inference op (gizml has no gradient for it); "
+                          "run it under torch.no_grad() or on detached tensors")
+
+
+def _batched(x: torch.Tensor, name: str) -> None:
+    """x is [N, C, *] (rank >= 2), or gizml.Error naming the function and x."""
+    if x.dim() < 2:
+        raise gizml.Error(f"gizml.torch.{name}: x: expected [N, C, *] (rank >= 2), got shape {tuple(x.shape)}")
+
+
+_STORED = {torch.float32: gizml.DType.F32, torch.bfloat16: gizml.DType.BF16}
+
+
+def _stored_dtype(out_dtype, name: str) -> gizml.DType:
+    if out_dtype not in _STORED:
+        raise gizml.Error(f"gizml.torch.{name}: out_dtype: expected torch.float32 or torch.bfloat16, got {out_dtype}")
+    return _STORED[out_dtype]
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, silu=False, out_dtype=torch.float32):
+    """``F.group_norm(x, num_groups, weight, bias, eps)`` (then SiLU, gizml's own, when ``silu``:
+    a VAE's GroupNorm + SiLU in one pass) by ``netops.groupNorm``: x [N, C, *] float32, num_groups
+    dividing C, weight and bias [C] float32 (None: ones and zeros) → x's shape as ``out_dtype``
+    (float32, or bfloat16 with each value rounded once). Each image's groups are its own (the SPEC's
+    statistics: GROUP_SLICES F32 slices added in f64): the batch runs as one groupNorm of x viewed
+    as [N C, S] with N num_groups groups and weight and bias repeated N times, which is groupNorm of
+    each image alone, bit for bit. Inference only (no backward)."""
+    _batched(x, "group_norm")
+    n, c = x.shape[0], x.shape[1]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1 or c % num_groups:
+        raise gizml.Error(f"gizml.torch.group_norm: num_groups: expected a positive divisor of C = {c}, got "
+                          f"{num_groups!r}")
+    dtype = _stored_dtype(out_dtype, "group_norm")
+
+    def run(x, weight, bias):
+        if x.numel() == 0:
+            return torch.empty(x.shape, dtype=out_dtype, device=x.device)
+        w = weight if weight is not None else torch.ones(c, dtype=torch.float32, device=x.device)
+        b = bias if bias is not None else torch.zeros(c, dtype=torch.float32, device=x.device)
+        rows = x.contiguous().reshape(n * c, -1)
+        y = netops.groupNorm(to_gizml(rows), n * num_groups, to_gizml(w.detach().repeat(n)),
+                             to_gizml(b.detach().repeat(n)), eps, silu, dtype)
+        return to_torch(y).reshape(x.shape)
+    return InferenceFunction.apply("group_norm", run, x, weight, bias)
+
+
+def pixel_norm(x, eps=1e-8, silu=False):
+    """The pixel norm of StyleGAN and LTX, ``x / sqrt(mean(x², dim=1) + eps)`` (then gizml's SiLU
+    when ``silu``), by ``netops.pixelNormInto``: x [N, C, *] float32 or bfloat16 → a new tensor of
+    x's shape and dtype (bfloat16: each value rounded once). The mean over channels is gizml's: the
+    fma chain of the squares in channel order, divided by C. Inference only (no backward)."""
+    _batched(x, "pixel_norm")
+
+    def run(x):
+        src = x.contiguous()
+        out = torch.empty_like(src)
+        if src.numel():
+            frames = (src.shape[0], src.shape[1], -1)
+            netops.pixelNormInto(to_gizml(src.reshape(frames)), eps, silu, to_gizml(out.reshape(frames)))
+        return out
+    return InferenceFunction.apply("pixel_norm", run, x)
+
+
+def modulated_norm(x, shift, scale, weight=None, eps=1e-6, centered=True, out_dtype=None):
+    """AdaLN, ``norm(x) * (1 + scale) + shift`` (DiT's, FLUX's and LTX's modulated norm), by
+    ``netops.modulatedNorm``: norm is LayerNorm without affine (centered) or RMSNorm (not
+    centered) over the last axis, times ``weight`` [W] when given, then one fma with 1 + scale and
+    shift. x [B, *, W] float32; shift and scale [B, W] (each batch item's rows take its own row of
+    them: the modulation of a timestep and a prompt) or [W] / [1, W] (one for all rows), float32.
+    Returns x's shape: ``out_dtype`` None gives gizml's default (float32 on the host, bfloat16 on a
+    GPU); torch.bfloat16 gives the same bits on every device; float32 only on the host. Inference
+    only (no backward)."""
+    if x.dim() < 1:
+        raise gizml.Error("gizml.torch.modulated_norm: x: expected [B, *, W], got a scalar")
+    width = x.shape[-1]
+    mods = shift.reshape(-1, width).shape[0] if shift.dim() >= 1 and shift.shape[-1] == width else -1
+    if shift.dim() > 2 or mods < 0 or (mods != 1 and (x.dim() < 2 or mods != x.shape[0])):
+        raise gizml.Error(f"gizml.torch.modulated_norm: shift: expected [W], [1, W] or [B, W] with x [B, *, W] "
+                          f"(W = {width}, B = {x.shape[0] if x.dim() >= 2 else 1}), got {tuple(shift.shape)}")
+    if tuple(scale.shape) != tuple(shift.shape):
+        raise gizml.Error(f"gizml.torch.modulated_norm: scale: expected shift's shape {tuple(shift.shape)}, got "
+                          f"{tuple(scale.shape)}")
+    dtype = None if out_dtype is None else _stored_dtype(out_dtype, "modulated_norm")
+
+    def run(x, shift, scale, weight):
+        rows = x.contiguous().reshape(-1, width)
+        if rows.numel() == 0:
+            return torch.empty(x.shape, dtype=out_dtype or torch.float32, device=x.device)
+        w = weight if weight is not None else torch.ones(width, dtype=torch.float32, device=x.device)
+        per_item = rows.shape[0] // mods  # rows of one batch item (all of them where mods = 1)
+        index = torch.arange(mods, dtype=torch.float32, device=x.device).repeat_interleave(per_item)
+        args = (to_gizml(rows), to_gizml(w), to_gizml(shift.reshape(mods, width)), to_gizml(scale.reshape(mods, width)),
+                to_gizml(index), eps, centered)
+        if dtype is None:
+            return to_torch(netops.modulatedNorm(*args)).reshape(x.shape)
+        y = torch.empty(rows.shape, dtype=out_dtype, device=x.device)
+        netops.modulatedNormInto(*args, to_gizml(y))
+        return y.reshape(x.shape)
+    return InferenceFunction.apply("modulated_norm", run, x, shift, scale, weight)
+
+
+def hadamard_rows(x):
+    """``netops.hadamardRows``: the regular Hadamard transform of each 256 values of each row of x
+    [..., W] (float32 or bfloat16, W a multiple of 256) → float32, x's shape. Its own inverse; the
+    same transform rotates weight rows (``netops.rotateWeightRows``). Inference only."""
+    return InferenceFunction.apply("hadamard_rows", lambda x: to_torch(netops.hadamardRows(to_gizml(x))), x)
+
+
+def int8_rows(x, bits=8):
+    """``netops.int8Rows``: each row of x [rows, W] (float32 or bfloat16, W a multiple of 256)
+    rotated by hadamard_rows and quantized symmetrically with its own scale → (q, s): q int8 [rows, W]
+    (codes in [-128, 127], or [-8, 7] for bits = 4; gizml's host form, F32 integers, and its GPU
+    form, I4 two a byte, converted exactly), s float32 [rows, 1], so that q * s ≈ hadamard_rows(x).
+    Inference only."""
+    def run(x):
+        r = netops.int8Rows(to_gizml(x), bits)
+        q = r.q if r.q.dtype == gizml.DType.I8 else r.q.to(gizml.DType.I8)
+        return to_torch(q), to_torch(r.s)
+    return InferenceFunction.apply("int8_rows", run, x)
+
+
 # ---- layers --------------------------------------------------------------------------------------------
 
 def _pair_value(v, what, layer):
@@ -342,6 +483,15 @@ class AvgPool2d(nn.AvgPool2d):
             raise gizml.Error(f"gizml.torch.AvgPool2d: {unsupported}")
         return avg_pool2d(x, _pair_value(self.kernel_size, "kernel_size", "AvgPool2d"),
                           _pair_value(self.stride, "stride", "AvgPool2d"))
+
+
+class GroupNorm(nn.GroupNorm):
+    """nn.GroupNorm by gizml's groupNorm (group_norm; float32 input). Inference only: a backward
+    through it is a gizml.Error. ``from_torch_module(model, inference=True)`` makes a model's
+    nn.GroupNorm this."""
+
+    def forward(self, x):
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
 
 class Dropout(nn.Dropout):
@@ -409,18 +559,28 @@ _CONVERSIONS = {
 }
 
 
-def from_torch_module(module: nn.Module, inplace: bool = False, key: gizml.Key | None = None) -> nn.Module:
+# Layers whose gizml op has no backward: converted only for inference.
+_INFERENCE_CONVERSIONS = {
+    nn.GroupNorm: (GroupNorm, lambda m: ""),
+}
+
+
+def from_torch_module(module: nn.Module, inplace: bool = False, key: gizml.Key | None = None,
+                      inference: bool = False) -> nn.Module:
     """The module with every nn.Linear, nn.LayerNorm, nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d and
     nn.Dropout (those exact classes, in any nesting) made gizml's layer of the same class name,
     keeping its parameters (the same Parameter objects when ``inplace``; otherwise a deep copy is
     converted). A layer with options gizml does not have (groups, dilation, padding modes, ...)
     stays PyTorch's, with a warning. Dropout layers draw from ``key`` (default Key(0, 0)) split
-    by their order in the module."""
+    by their order in the module. With ``inference``, also the layers whose gizml op has no
+    backward (nn.GroupNorm: a backward through it is then a gizml.Error), for a model that only
+    runs forward (a VAE's decoder, a denoiser)."""
     root = module if inplace else copy.deepcopy(module)
     base = key if key is not None else gizml.Key(0, 0)
+    conversions = {**_CONVERSIONS, **_INFERENCE_CONVERSIONS} if inference else _CONVERSIONS
     dropouts = 0
     for m in root.modules():
-        target = _CONVERSIONS.get(type(m))
+        target = conversions.get(type(m))
         if target is None:
             continue
         cls, unsupported = target

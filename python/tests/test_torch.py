@@ -223,6 +223,135 @@ def test_bad_input_is_gizml_error():
     assert host_bytes(gt.to_gizml(x.t())) == x.t().contiguous().numpy().tobytes()
 
 
+# ---- the inference ops: diffusion norms and 8-bit rows ---------------------------------------------
+
+F = torch.nn.functional
+
+
+def test_group_norm_matches_pytorch_and_each_image_alone():
+    x, w, b = pair()(3, 8, 5, 7), pair(1)(8), pair(2)(8)
+    y = gt.group_norm(x, 4, w, b, 1e-5)
+    assert y.dtype == torch.float32 and y.shape == x.shape
+    torch.testing.assert_close(y, F.group_norm(x, 4, w, b, 1e-5), rtol=1e-5, atol=1e-5)
+    # The batch as one groupNorm of [N C, S] is groupNorm of each image alone, bit for bit.
+    for i in range(3):
+        alone = netops.groupNorm(gt.to_gizml(x[i]), 4, gt.to_gizml(w), gt.to_gizml(b), 1e-5, False, gizml.DType.F32)
+        assert torch.equal(y[i], gt.to_torch(alone))
+    act = gt.group_norm(x, 4, w, b, 1e-5, silu=True)
+    torch.testing.assert_close(act, F.silu(F.group_norm(x, 4, w, b, 1e-5)), rtol=1e-5, atol=1e-5)
+    # BF16: each value of the F32 result rounded once (to nearest even, as torch's conversion).
+    for silu, f32 in ((False, y), (True, act)):
+        half = gt.group_norm(x, 4, w, b, 1e-5, silu, torch.bfloat16)
+        assert half.dtype == torch.bfloat16 and torch.equal(half, f32.to(torch.bfloat16))
+    torch.testing.assert_close(gt.group_norm(x, 2), F.group_norm(x, 2), rtol=1e-5, atol=1e-5)  # no affine
+    flat = pair(3)(4, 6) * 100 + 3  # [N, C]: one value a channel
+    torch.testing.assert_close(gt.group_norm(flat, 3), F.group_norm(flat, 3), rtol=1e-5, atol=1e-5)
+    assert gt.group_norm(torch.zeros(0, 8, 3), 4).shape == (0, 8, 3)
+
+
+def test_pixel_norm_matches_pytorch():
+    x = pair()(2, 16, 3, 5) * 4
+    reference = x / torch.sqrt((x * x).mean(dim=1, keepdim=True) + 1e-8)
+    y = gt.pixel_norm(x)
+    torch.testing.assert_close(y, reference, rtol=1e-5, atol=1e-6)
+    frames = gizml.Tensor.empty([2, 16, 15])
+    netops.pixelNormInto(gt.to_gizml(x.reshape(2, 16, 15)), 1e-8, False, frames)
+    assert torch.equal(y.reshape(2, 16, 15), gt.to_torch(frames))
+    act = gt.pixel_norm(x, silu=True)
+    torch.testing.assert_close(act, F.silu(reference), rtol=1e-5, atol=1e-6)
+    # BF16 frames: read exactly, computed in F32, rounded once: the F32 result of the same values, rounded.
+    xb = x.to(torch.bfloat16)
+    for silu in (False, True):
+        yb = gt.pixel_norm(xb, silu=silu)
+        assert yb.dtype == torch.bfloat16 and torch.equal(yb, gt.pixel_norm(xb.float(), silu=silu).to(torch.bfloat16))
+    assert torch.equal(x, pair()(2, 16, 3, 5) * 4), "the input is not written"
+
+
+def test_modulated_norm_is_adaln():
+    x, w = pair()(2, 5, 96), pair(1)(96)
+    shift, scale = pair(2)(2, 96), pair(3)(2, 96) * 0.1
+    centered = gt.modulated_norm(x, shift, scale, eps=1e-6)
+    reference = F.layer_norm(x, (96,), eps=1e-6) * (1 + scale[:, None]) + shift[:, None]
+    torch.testing.assert_close(centered, reference, rtol=1e-5, atol=1e-5)
+    rms = gt.modulated_norm(x, shift, scale, w, eps=1e-6, centered=False)
+    rms_reference = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w * (1 + scale[:, None]) + shift[:, None]
+    torch.testing.assert_close(rms, rms_reference, rtol=1e-5, atol=1e-5)
+    # Each batch item's rows with its own row of shift and scale: netops.modulatedNorm of those rows alone.
+    zero = gt.to_gizml(torch.zeros(5))
+    for i in range(2):
+        alone = netops.modulatedNorm(gt.to_gizml(x[i]), gt.to_gizml(torch.ones(96)), gt.to_gizml(shift[i:i + 1]),
+                                     gt.to_gizml(scale[i:i + 1]), zero, 1e-6, True)
+        assert torch.equal(centered[i], gt.to_torch(alone))
+    # One modulation for all rows ([W] or [1, W]); BF16 out: each value rounded once.
+    one = gt.modulated_norm(x, shift[0], scale[0], eps=1e-6)
+    assert torch.equal(one[0], centered[0]) and torch.equal(one, gt.modulated_norm(x, shift[:1], scale[:1], eps=1e-6))
+    half = gt.modulated_norm(x, shift, scale, eps=1e-6, out_dtype=torch.bfloat16)
+    assert half.dtype == torch.bfloat16 and torch.equal(half, centered.to(torch.bfloat16))
+
+
+def dense_hadamard256():
+    h4 = torch.tensor([[1, 1, 1, -1], [1, 1, -1, 1], [1, -1, 1, 1], [-1, 1, 1, 1]], dtype=torch.float64)
+    h = h4
+    for _ in range(3):
+        h = torch.kron(h, h4)
+    return h / 16
+
+
+def test_hadamard_and_int8_rows():
+    x = pair()(3, 512)
+    y = gt.hadamard_rows(x)
+    dense = (x.double().reshape(3, 2, 256) @ dense_hadamard256()).reshape(3, 512)
+    torch.testing.assert_close(y.double(), dense, rtol=0, atol=1e-5)
+    torch.testing.assert_close(gt.hadamard_rows(y), x, rtol=0, atol=1e-5)  # its own inverse
+    assert torch.equal(gt.hadamard_rows(x.to(torch.bfloat16)), gt.hadamard_rows(x.to(torch.bfloat16).float()))
+    for bits, top in ((8, 127), (4, 7)):
+        q, s = gt.int8_rows(x, bits)
+        assert q.dtype == torch.int8 and q.shape == (3, 512) and s.dtype == torch.float32 and s.shape == (3, 1)
+        r = netops.int8Rows(gt.to_gizml(x), bits)
+        assert torch.equal(q, gt.to_torch(r.q).to(torch.int8)) and torch.equal(s, gt.to_torch(r.s))
+        assert int(q.abs().max()) == top
+        assert torch.all((q.double() * s.double() - y.double()).abs() <= s.double() * 0.5 + 1e-6)
+
+
+def test_inference_ops_have_no_backward():
+    x, w, b = pair()(2, 4, 9).requires_grad_(), pair(1)(4).requires_grad_(), pair(2)(4)
+    for y, name in ((gt.group_norm(x, 2, w, b), "group_norm"), (gt.pixel_norm(x), "pixel_norm"),
+                    (gt.modulated_norm(x, pair(3)(9), pair(4)(9)), "modulated_norm")):
+        assert y.requires_grad
+        expect_error(lambda: y.sum().backward(), f"gizml.torch.{name}: no backward")
+    with torch.no_grad():  # the usual inference: nothing to raise
+        torch.testing.assert_close(gt.group_norm(x, 2, w, b), F.group_norm(x, 2, w, b), rtol=1e-5, atol=1e-5)
+
+
+def test_group_norm_layer_and_from_torch_module_for_inference():
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.GroupNorm(4, 8), torch.nn.SiLU())
+    kept = gt.from_torch_module(model)
+    assert isinstance(kept[0], gt.Conv2d) and type(kept[1]) is torch.nn.GroupNorm  # training: no gizml GroupNorm
+    ours = gt.from_torch_module(model, inference=True)
+    assert isinstance(ours[1], gt.GroupNorm) and ours.state_dict().keys() == model.state_dict().keys()
+    x = pair()(2, 3, 6, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), model(x), rtol=1e-5, atol=1e-5)
+    expect_error(lambda: ours(x).sum().backward(), "gizml.torch.group_norm: no backward")
+
+
+def test_inference_ops_bad_input_is_gizml_error():
+    x = torch.zeros(2, 8, 3)
+    expect_error(lambda: gt.group_norm(x, 3), "gizml.torch.group_norm: num_groups", "C = 8")
+    expect_error(lambda: gt.group_norm(torch.zeros(8), 2), "gizml.torch.group_norm: x", "rank >= 2")
+    expect_error(lambda: gt.group_norm(x, 2, out_dtype=torch.float16), "gizml.torch.group_norm: out_dtype")
+    expect_error(lambda: gt.group_norm(x.double(), 2), "gizml::netops::groupNorm")
+    expect_error(lambda: gt.group_norm(x, 2, torch.ones(4)), "gizml::netops::groupNorm", "w")
+    expect_error(lambda: gt.pixel_norm(torch.zeros(5)), "gizml.torch.pixel_norm: x")
+    expect_error(lambda: gt.pixel_norm(x.half()), "gizml::netops::pixelNormInto")
+    expect_error(lambda: gt.modulated_norm(x, torch.zeros(3, 3), torch.zeros(3, 3)),
+                 "gizml.torch.modulated_norm: shift")
+    expect_error(lambda: gt.modulated_norm(x, torch.zeros(2, 3), torch.zeros(3)), "gizml.torch.modulated_norm: scale")
+    expect_error(lambda: gt.hadamard_rows(torch.zeros(2, 100)), "gizml::netops::hadamardRows")
+    expect_error(lambda: gt.int8_rows(torch.zeros(2, 256), 5), "gizml::netops::int8Rows", "bits")
+
+
 @pytest.mark.skipif("cuda" not in DEVICES, reason="no CUDA GPU (torch.cuda and gizml.gpuCount() both needed)")
 def test_cuda_layers_give_the_host_bits():
     """gizml.torch on CUDA tensors runs gizml's kernels on their memory: the same bits as the host."""
@@ -243,3 +372,18 @@ def test_cuda_layers_give_the_host_bits():
     assert torch.equal(gt.dropout(x, gizml.Key(1, 2), 0.3), gt.dropout(x.cuda(), gizml.Key(1, 2), 0.3).cpu())
     logits, labels = pair(8)(5, 9), torch.tensor([0, 8, 3, 3, 1])
     assert gt.cross_entropy(logits, labels).item() == gt.cross_entropy(logits.cuda(), labels.cuda()).item()
+    # The inference ops too (modulated_norm with a BF16 out on both: a GPU's default is BF16).
+    frames, w8, b8 = pair(9)(2, 8, 5, 7), pair(10)(8), pair(11)(8)
+    for silu in (False, True):
+        assert torch.equal(gt.group_norm(frames, 4, w8, b8, 1e-5, silu),
+                           gt.group_norm(frames.cuda(), 4, w8.cuda(), b8.cuda(), 1e-5, silu).cpu())
+        assert torch.equal(gt.pixel_norm(frames, silu=silu), gt.pixel_norm(frames.cuda(), silu=silu).cpu())
+    shift, scale = pair(12)(6, 40), pair(13)(6, 40)
+    bf16 = torch.bfloat16
+    assert torch.equal(gt.modulated_norm(x, shift, scale, w, out_dtype=bf16),
+                       gt.modulated_norm(x.cuda(), shift.cuda(), scale.cuda(), w.cuda(), out_dtype=bf16).cpu())
+    rows = pair(14)(4, 512)
+    assert torch.equal(gt.hadamard_rows(rows), gt.hadamard_rows(rows.cuda()).cpu())
+    for bits in (8, 4):
+        (q, s), (qg, sg) = gt.int8_rows(rows, bits), gt.int8_rows(rows.cuda(), bits)
+        assert torch.equal(q, qg.cpu()) and torch.equal(s, sg.cpu())
