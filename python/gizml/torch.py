@@ -355,12 +355,12 @@ def pixel_norm(x, eps=1e-8, silu=False):
     _batched(x, "pixel_norm")
 
     def run(x):
-        src = x.contiguous()
-        out = torch.empty_like(src)
-        if src.numel():
-            frames = (src.shape[0], src.shape[1], -1)
-            netops.pixelNormInto(to_gizml(src.reshape(frames)), eps, silu, to_gizml(out.reshape(frames)))
-        return out
+        if x.numel() == 0:
+            return torch.empty_like(x)
+        frames = to_gizml(x.reshape(x.shape[0], x.shape[1], -1))
+        out = gizml.Tensor.empty(frames.shape, frames.dtype, frames.device)  # gizml's allocator: reused memory
+        netops.pixelNormInto(frames, eps, silu, out)
+        return to_torch(out).reshape(x.shape)
     return InferenceFunction.apply("pixel_norm", run, x)
 
 
@@ -396,9 +396,9 @@ def modulated_norm(x, shift, scale, weight=None, eps=1e-6, centered=True, out_dt
                 to_gizml(index), eps, centered)
         if dtype is None:
             return to_torch(netops.modulatedNorm(*args)).reshape(x.shape)
-        y = torch.empty(rows.shape, dtype=out_dtype, device=x.device)
-        netops.modulatedNormInto(*args, to_gizml(y))
-        return y.reshape(x.shape)
+        y = gizml.Tensor.empty(list(rows.shape), dtype, args[0].device)
+        netops.modulatedNormInto(*args, y)
+        return to_torch(y).reshape(x.shape)
     return InferenceFunction.apply("modulated_norm", run, x, shift, scale, weight)
 
 
