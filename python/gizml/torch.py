@@ -19,7 +19,8 @@ function               forward / backward
 
 Inference ops (forward only: a backward through them raises gizml.Error): ``group_norm``
 (``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNormInto``),
-``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``hadamard_rows`` and ``int8_rows``.
+``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``hadamard_rows``, ``int8_rows`` and
+``int8_linear`` (a W8A8 / W4A8 layer: ``netops.int8RowsProduct``), and the layer ``Int8Linear``.
 
 Composed backward products. gizml's product is ``lazyMatmul(a [m, k], w [n, k])`` = a wᵀ, each
 element one fma chain over k from +0. The gradients it has no op for yet are that product on
@@ -59,7 +60,7 @@ __all__ = [
     "DropoutFunction", "layer_norm", "cross_entropy", "linear", "conv2d", "max_pool2d", "avg_pool2d",
     "dropout", "Linear", "LayerNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
     "from_torch_module", "to_gizml", "to_torch", "InferenceFunction", "group_norm", "pixel_norm",
-    "modulated_norm", "hadamard_rows", "int8_rows", "GroupNorm",
+    "modulated_norm", "hadamard_rows", "int8_rows", "int8_linear", "GroupNorm", "Int8Linear",
 ]
 
 
@@ -422,6 +423,28 @@ def int8_rows(x, bits=8):
     return InferenceFunction.apply("int8_rows", run, x)
 
 
+def int8_linear(x, qweight, sweight, bias=None, bits=8, out_dtype=torch.float32):
+    """x wᵀ + bias as a layer of 8-bit rows (ConvRot's W8A8, or W4A8 / W8A4 / W4A4): the rows of x
+    [..., K] (float32 or bfloat16, K a multiple of 256) quantized at the call by ``int8_rows(x,
+    bits)`` (rotated by hadamard_rows, a scale a row), times the weight's codes and scales
+    ``qweight, sweight = int8_rows(w, weight bits)`` (qweight [N, K] int8, sweight [N, 1]
+    float32: the same rotation, so the product approximates x wᵀ), by ``netops.int8RowsProduct``:
+    out[i, j] = ((F32(Σ qa qb) * sa[i]) * sb[j]) + bias[j], the sums exact integers → [..., N]
+    as ``out_dtype`` (float32, or bfloat16 rounded once). Inference only."""
+    if x.dim() < 1:
+        raise gizml.Error("gizml.torch.int8_linear: x: expected [..., K], got a scalar")
+    dtype = _stored_dtype(out_dtype, "int8_linear")
+
+    def run(x, qweight, sweight, bias):
+        rows = x.contiguous().reshape(-1, x.shape[-1])
+        a = netops.int8Rows(to_gizml(rows), bits)  # codes as gizml keeps them (F32 on the host, I8 / I4 on a GPU)
+        out = gizml.Tensor.empty([rows.shape[0], qweight.shape[0]], dtype, a.s.device)
+        netops.int8RowsProductInto(a.q, a.s, to_gizml(qweight), to_gizml(sweight), out,
+                                   to_gizml(bias) if bias is not None else gizml.Tensor())
+        return to_torch(out).reshape(*x.shape[:-1], qweight.shape[0])
+    return InferenceFunction.apply("int8_linear", run, x, qweight, sweight, bias)
+
+
 # ---- layers --------------------------------------------------------------------------------------------
 
 def _pair_value(v, what, layer):
@@ -492,6 +515,44 @@ class GroupNorm(nn.GroupNorm):
 
     def forward(self, x):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class Int8Linear(nn.Module):
+    """A linear layer of 8-bit rows (int8_linear): its weight held as int8_rows codes and scales
+    (buffers ``qweight`` [out, in] int8 and ``sweight`` [out, 1] float32, made once), ``bias``
+    [out] float32 or None, its input quantized a row at a time at each call with ``bits`` (8 or
+    4). ``Int8Linear.from_linear(linear, bits=8, weight_bits=8)`` quantizes an nn.Linear whose
+    in_features is a multiple of 256. Inference only: a backward through it is a gizml.Error."""
+
+    def __init__(self, in_features, out_features, bias=True, bits=8, weight_bits=8, device=None):
+        super().__init__()
+        if in_features % 256 or in_features < 256:
+            raise gizml.Error(f"gizml.torch.Int8Linear: in_features: expected a positive multiple of 256, got "
+                              f"{in_features}")
+        for name, value in (("bits", bits), ("weight_bits", weight_bits)):
+            if value not in (4, 8):
+                raise gizml.Error(f"gizml.torch.Int8Linear: {name}: expected 8 or 4, got {value!r}")
+        self.in_features, self.out_features, self.bits, self.weight_bits = in_features, out_features, bits, weight_bits
+        self.register_buffer("qweight", torch.zeros(out_features, in_features, dtype=torch.int8, device=device))
+        self.register_buffer("sweight", torch.ones(out_features, 1, dtype=torch.float32, device=device))
+        self.register_buffer("bias", torch.zeros(out_features, device=device) if bias else None)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, bits=8, weight_bits=8) -> "Int8Linear":
+        layer = cls(linear.in_features, linear.out_features, linear.bias is not None, bits, weight_bits,
+                    linear.weight.device)
+        with torch.no_grad():
+            layer.qweight, layer.sweight = int8_rows(linear.weight.detach().float(), weight_bits)
+            if linear.bias is not None:
+                layer.bias = linear.bias.detach().float().clone()
+        return layer
+
+    def forward(self, x):
+        return int8_linear(x, self.qweight, self.sweight, self.bias, self.bits)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"bits={self.bits}, weight_bits={self.weight_bits}")
 
 
 class Dropout(nn.Dropout):

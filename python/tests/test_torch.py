@@ -313,6 +313,37 @@ def test_hadamard_and_int8_rows():
         assert torch.all((q.double() * s.double() - y.double()).abs() <= s.double() * 0.5 + 1e-6)
 
 
+@pytest.mark.parametrize("bits,weight_bits", [(8, 8), (8, 4), (4, 4)])
+def test_int8_linear_is_its_formula(bits, weight_bits):
+    x, w, b = pair()(2, 3, 512), pair(1)(40, 512) * 0.05, pair(2)(40)
+    qw, sw = gt.int8_rows(w, weight_bits)
+    y = gt.int8_linear(x, qw, sw, b, bits)
+    assert y.dtype == torch.float32 and y.shape == (2, 3, 40)
+    # ((F32(Σ qa qb) * sa) * sb) + bias, the sum of integers exact (int64 here).
+    qa, sa = gt.int8_rows(x.reshape(6, 512), bits)
+    sums = (qa.long() @ qw.long().t()).float()
+    assert torch.equal(y.reshape(6, 40), sums * sa * sw.reshape(1, -1) + b)
+    assert torch.equal(gt.int8_linear(x, qw, sw, b, bits, torch.bfloat16), y.to(torch.bfloat16))
+    assert torch.equal(gt.int8_linear(x, qw, sw, None, bits), (sums * sa * sw.reshape(1, -1)).reshape(2, 3, 40))
+    if bits == weight_bits == 8:  # and near x wᵀ + b: the rotation cancels, 8-bit rounding remains
+        torch.testing.assert_close(y, F.linear(x, w, b), rtol=0, atol=0.03 * float(F.linear(x, w).abs().max()))
+
+
+def test_int8_linear_layer():
+    torch.manual_seed(3)
+    linear = torch.nn.Linear(256, 24)
+    layer = gt.Int8Linear.from_linear(linear)
+    assert set(layer.state_dict()) == {"qweight", "sweight", "bias"} and layer.qweight.dtype == torch.int8
+    x = pair()(5, 256)
+    qw, sw = gt.int8_rows(linear.weight.detach(), 8)
+    assert torch.equal(layer(x), gt.int8_linear(x, qw, sw, linear.bias.detach()))
+    four = gt.Int8Linear.from_linear(torch.nn.Linear(256, 8, bias=False), bits=4, weight_bits=4)
+    assert four.bias is None and int(four.qweight.abs().max()) <= 8 and "bits=4" in repr(four)
+    expect_error(lambda: gt.Int8Linear.from_linear(torch.nn.Linear(100, 3)), "gizml.torch.Int8Linear: in_features")
+    expect_error(lambda: gt.Int8Linear(256, 3, bits=6), "gizml.torch.Int8Linear: bits")
+    expect_error(lambda: layer(pair()(2, 255)), "gizml::netops::int8Rows")
+
+
 def test_inference_ops_have_no_backward():
     x, w, b = pair()(2, 4, 9).requires_grad_(), pair(1)(4).requires_grad_(), pair(2)(4)
     for y, name in ((gt.group_norm(x, 2, w, b), "group_norm"), (gt.pixel_norm(x), "pixel_norm"),
@@ -387,3 +418,5 @@ def test_cuda_layers_give_the_host_bits():
     for bits in (8, 4):
         (q, s), (qg, sg) = gt.int8_rows(rows, bits), gt.int8_rows(rows.cuda(), bits)
         assert torch.equal(q, qg.cpu()) and torch.equal(s, sg.cpu())
+        layer = gt.Int8Linear.from_linear(torch.nn.Linear(512, 16), bits, bits)
+        assert torch.equal(layer(rows), layer.cuda()(rows.cuda()).cpu())
