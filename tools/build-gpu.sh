@@ -83,7 +83,7 @@ done
 glibc=$(for f in "${bins[@]}" "$STAGE"/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done | sort -uV | tail -1)
 echo "build-gpu: the staged programs need glibc ${glibc#GLIBC_} or newer (this machine: $(ldd --version | head -1))"
 
-# The test programs (~32 MiB, the part that grows) travel as one gzip'd tar (~13 MiB), which
+# The test programs (32 MiB, the part that grows) travel as one gzip'd tar (11 MiB in stop 44), which
 # tools/gpu-unpack.sh unpacks on the GPU machine (gpu-check.sh and gpu-rows-sweep.sh call it).
 tar -czf "$STAGE/tests/programs.tar.gz" -C "$STAGE/tests" $(cd "$STAGE/tests" && ls -- *_test)
 rm -f "$STAGE"/tests/*_test
