@@ -19,7 +19,8 @@ function               forward / backward
 
 Inference ops (forward only: a backward through them raises gizml.Error): ``group_norm``
 (``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNormInto``),
-``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``hadamard_rows``, ``int8_rows`` and
+``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``gated_norm_add_`` (in place,
+``netops.gatedNormAddInto``), ``hadamard_rows``, ``int8_rows`` and
 ``int8_linear`` (a W8A8 / W4A8 layer: ``netops.int8RowsProduct``), and the layer ``Int8Linear``.
 
 Composed backward products. gizml's product is ``lazyMatmul(a [m, k], w [n, k])`` = a wᵀ, each
@@ -60,7 +61,7 @@ __all__ = [
     "DropoutFunction", "layer_norm", "cross_entropy", "linear", "conv2d", "max_pool2d", "avg_pool2d",
     "dropout", "Linear", "LayerNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
     "from_torch_module", "to_gizml", "to_torch", "InferenceFunction", "group_norm", "pixel_norm",
-    "modulated_norm", "hadamard_rows", "int8_rows", "int8_linear", "GroupNorm", "Int8Linear",
+    "modulated_norm", "gated_norm_add_", "hadamard_rows", "int8_rows", "int8_linear", "GroupNorm", "Int8Linear",
 ]
 
 
@@ -365,6 +366,25 @@ def pixel_norm(x, eps=1e-8, silu=False):
     return InferenceFunction.apply("pixel_norm", run, x)
 
 
+def _modulations(x, t, name: str, what: str) -> int:
+    """How many rows of modulation t holds for x [B, *, W]: B where t is [B, W] (a row a batch
+    item), 1 where t is [W] or [1, W] (one for all rows); else gizml.Error naming the argument."""
+    if x.dim() < 1:
+        raise gizml.Error(f"gizml.torch.{name}: x: expected [B, *, W], got a scalar")
+    width = x.shape[-1]
+    mods = t.reshape(-1, width).shape[0] if 1 <= t.dim() <= 2 and t.shape[-1] == width else -1
+    if mods < 0 or (mods != 1 and (x.dim() < 2 or mods != x.shape[0])):
+        raise gizml.Error(f"gizml.torch.{name}: {what}: expected [W], [1, W] or [B, W] with x [B, *, W] (W = "
+                          f"{width}, B = {x.shape[0] if x.dim() >= 2 else 1}), got {tuple(t.shape)}")
+    return mods
+
+
+def _row_map(rows: int, mods: int, device) -> gizml.Tensor:
+    """gizml's row map (F32 indexes) for rows in batch order, a batch item's rows taking its row
+    of modulation (all rows the first where mods = 1)."""
+    return to_gizml(torch.arange(mods, dtype=torch.float32, device=device).repeat_interleave(rows // mods))
+
+
 def modulated_norm(x, shift, scale, weight=None, eps=1e-6, centered=True, out_dtype=None):
     """AdaLN, ``norm(x) * (1 + scale) + shift`` (DiT's, FLUX's and LTX's modulated norm), by
     ``netops.modulatedNorm``: norm is LayerNorm without affine (centered) or RMSNorm (not
@@ -374,33 +394,47 @@ def modulated_norm(x, shift, scale, weight=None, eps=1e-6, centered=True, out_dt
     Returns x's shape: ``out_dtype`` None gives gizml's default (float32 on the host, bfloat16 on a
     GPU); torch.bfloat16 gives the same bits on every device; float32 only on the host. Inference
     only (no backward)."""
-    if x.dim() < 1:
-        raise gizml.Error("gizml.torch.modulated_norm: x: expected [B, *, W], got a scalar")
-    width = x.shape[-1]
-    mods = shift.reshape(-1, width).shape[0] if shift.dim() >= 1 and shift.shape[-1] == width else -1
-    if shift.dim() > 2 or mods < 0 or (mods != 1 and (x.dim() < 2 or mods != x.shape[0])):
-        raise gizml.Error(f"gizml.torch.modulated_norm: shift: expected [W], [1, W] or [B, W] with x [B, *, W] "
-                          f"(W = {width}, B = {x.shape[0] if x.dim() >= 2 else 1}), got {tuple(shift.shape)}")
+    mods = _modulations(x, shift, "modulated_norm", "shift")
     if tuple(scale.shape) != tuple(shift.shape):
         raise gizml.Error(f"gizml.torch.modulated_norm: scale: expected shift's shape {tuple(shift.shape)}, got "
                           f"{tuple(scale.shape)}")
     dtype = None if out_dtype is None else _stored_dtype(out_dtype, "modulated_norm")
+    width = x.shape[-1]
 
     def run(x, shift, scale, weight):
         rows = x.contiguous().reshape(-1, width)
         if rows.numel() == 0:
             return torch.empty(x.shape, dtype=out_dtype or torch.float32, device=x.device)
         w = weight if weight is not None else torch.ones(width, dtype=torch.float32, device=x.device)
-        per_item = rows.shape[0] // mods  # rows of one batch item (all of them where mods = 1)
-        index = torch.arange(mods, dtype=torch.float32, device=x.device).repeat_interleave(per_item)
         args = (to_gizml(rows), to_gizml(w), to_gizml(shift.reshape(mods, width)), to_gizml(scale.reshape(mods, width)),
-                to_gizml(index), eps, centered)
+                _row_map(rows.shape[0], mods, x.device), eps, centered)
         if dtype is None:
             return to_torch(netops.modulatedNorm(*args)).reshape(x.shape)
         y = gizml.Tensor.empty(list(rows.shape), dtype, args[0].device)
         netops.modulatedNormInto(*args, y)
         return to_torch(y).reshape(x.shape)
     return InferenceFunction.apply("modulated_norm", run, x, shift, scale, weight)
+
+
+def gated_norm_add_(x, y, gate, weight=None, eps=1e-6):
+    """In place, x += gate * (RMSNorm(y) * weight): the gated residual add after a block (LTX's and
+    Wan's), by ``netops.gatedNormAddInto``: per row x = fma((y * rsqrt(mean(y²) + eps)) * weight,
+    gate, x). x [B, *, W] float32 and contiguous (written where it is), y x's shape in bfloat16,
+    gate [B, W] or [W] / [1, W] float32 (as modulated_norm's shift), weight [W] (None: ones).
+    Returns x. Inference only: under torch.no_grad(), or with no input that requires grad."""
+    mods = _modulations(x, gate, "gated_norm_add_", "gate")
+    if not x.is_contiguous():
+        raise gizml.Error(f"gizml.torch.gated_norm_add_: x: expected a contiguous tensor (written in place), got "
+                          f"strides {x.stride()}")
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, y, gate, weight)):
+        raise gizml.Error("gizml.torch.gated_norm_add_: an in-place inference op: run it under torch.no_grad()")
+    width = x.shape[-1]
+    rows = x.view(-1, width)
+    if rows.numel():
+        w = weight if weight is not None else torch.ones(width, dtype=torch.float32, device=x.device)
+        netops.gatedNormAddInto(to_gizml(rows), to_gizml(y.reshape(-1, width)), to_gizml(w),
+                                to_gizml(gate.reshape(mods, width)), _row_map(rows.shape[0], mods, x.device), eps)
+    return x
 
 
 def hadamard_rows(x):

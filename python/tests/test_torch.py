@@ -289,6 +289,30 @@ def test_modulated_norm_is_adaln():
     assert half.dtype == torch.bfloat16 and torch.equal(half, centered.to(torch.bfloat16))
 
 
+def test_gated_norm_add_in_place():
+    x, y = pair()(2, 5, 64), pair(1)(2, 5, 64).to(torch.bfloat16) * 3
+    gate, w = pair(2)(2, 64), pair(3)(64)
+    before = x.clone()
+    assert gt.gated_norm_add_(x, y, gate, w) is x
+    yf = y.float()
+    reference = before + yf * torch.rsqrt((yf * yf).mean(-1, keepdim=True) + 1e-6) * w * gate[:, None]
+    torch.testing.assert_close(x, reference, rtol=1e-5, atol=1e-5)
+    for i in range(2):  # each batch item's rows with its own gate: gatedNormAddInto of those rows alone
+        alone = before[i].clone()
+        netops.gatedNormAddInto(gt.to_gizml(alone), gt.to_gizml(y[i]), gt.to_gizml(w), gt.to_gizml(gate[i:i + 1]),
+                                gt.to_gizml(torch.zeros(5)), 1e-6)
+        assert torch.equal(x[i], alone)
+    one, other = before.clone(), before.clone()
+    gt.gated_norm_add_(one, y, gate[0])
+    gt.gated_norm_add_(other, y, gate[:1], torch.ones(64))
+    assert torch.equal(one, other)
+    expect_error(lambda: gt.gated_norm_add_(before.transpose(0, 1), y.transpose(0, 1), gate[0]),
+                 "gizml.torch.gated_norm_add_: x", "contiguous")
+    expect_error(lambda: gt.gated_norm_add_(before, y, gate[:, :3]), "gizml.torch.gated_norm_add_: gate")
+    expect_error(lambda: gt.gated_norm_add_(before, y.float(), gate), "gizml::netops::gatedNormAddInto", "y")
+    expect_error(lambda: gt.gated_norm_add_(before.requires_grad_(), y, gate), "run it under torch.no_grad()")
+
+
 def dense_hadamard256():
     h4 = torch.tensor([[1, 1, 1, -1], [1, 1, -1, 1], [1, -1, 1, 1], [-1, 1, 1, 1]], dtype=torch.float64)
     h = h4
@@ -413,6 +437,12 @@ def test_cuda_layers_give_the_host_bits():
     bf16 = torch.bfloat16
     assert torch.equal(gt.modulated_norm(x, shift, scale, w, out_dtype=bf16),
                        gt.modulated_norm(x.cuda(), shift.cuda(), scale.cuda(), w.cuda(), out_dtype=bf16).cpu())
+    acc, ybf = pair(16)(6, 40), pair(17)(6, 40).to(torch.bfloat16)
+    on_gpu = acc.cuda()
+    with torch.no_grad():
+        gt.gated_norm_add_(acc, ybf, shift, w)
+        gt.gated_norm_add_(on_gpu, ybf.cuda(), shift.cuda(), w.cuda())
+    assert torch.equal(acc, on_gpu.cpu())
     rows = pair(14)(4, 512)
     assert torch.equal(gt.hadamard_rows(rows), gt.hadamard_rows(rows.cuda()).cpu())
     for bits in (8, 4):
