@@ -247,6 +247,9 @@ def test_group_norm_matches_pytorch_and_each_image_alone():
     flat = pair(3)(4, 6) * 100 + 3  # [N, C]: one value a channel
     torch.testing.assert_close(gt.group_norm(flat, 3), F.group_norm(flat, 3), rtol=1e-5, atol=1e-5)
     assert gt.group_norm(torch.zeros(0, 8, 3), 4).shape == (0, 8, 3)
+    strided = pair(4)(2, 16, 3, 5)[:, ::2]  # a strided input is copied first (documented), never read wrong
+    assert torch.equal(gt.group_norm(strided, 4, w, b), gt.group_norm(strided.contiguous(), 4, w, b))
+    assert torch.equal(gt.pixel_norm(strided.transpose(2, 3)), gt.pixel_norm(strided.transpose(2, 3).contiguous()))
 
 
 def test_pixel_norm_matches_pytorch():
