@@ -31,3 +31,4 @@ def test_readme_torch_block():
     exec(compile(quick_start_blocks()[1], "README.md (PyTorch)", "exec"), scope)
     assert scope["loss"].item() > 0
     assert all(p.grad is not None for p in scope["model"].parameters())
+    assert scope["h"].shape == (2, 64, 16, 16) and bool(scope["h"].isfinite().all())
