@@ -21,7 +21,9 @@ Inference ops (forward only: a backward through them raises gizml.Error): ``grou
 (``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNormInto``),
 ``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``gated_norm_add_`` (in place,
 ``netops.gatedNormAddInto``), ``hadamard_rows``, ``int8_rows`` and
-``int8_linear`` (a W8A8 / W4A8 layer: ``netops.int8RowsProduct``), and the layer ``Int8Linear``.
+``int8_linear`` (a W8A8 / W4A8 layer: ``netops.int8RowsProduct``), ``modulated_int8_rows`` (AdaLN
+then int8_rows in one pass), ``row_norm_rope_`` (QK norm and rotary embedding, in place), and the
+layer ``Int8Linear``.
 
 Composed backward products. gizml's product is ``lazyMatmul(a [m, k], w [n, k])`` = a wᵀ, each
 element one fma chain over k from +0. The gradients it has no op for yet are that product on
@@ -61,7 +63,8 @@ __all__ = [
     "DropoutFunction", "layer_norm", "cross_entropy", "linear", "conv2d", "max_pool2d", "avg_pool2d",
     "dropout", "Linear", "LayerNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
     "from_torch_module", "to_gizml", "to_torch", "InferenceFunction", "group_norm", "pixel_norm",
-    "modulated_norm", "gated_norm_add_", "hadamard_rows", "int8_rows", "int8_linear", "GroupNorm", "Int8Linear",
+    "modulated_norm", "gated_norm_add_", "hadamard_rows", "int8_rows", "int8_linear", "modulated_int8_rows",
+    "row_norm_rope_", "GroupNorm", "Int8Linear",
 ]
 
 
@@ -434,6 +437,107 @@ def gated_norm_add_(x, y, gate, weight=None, eps=1e-6):
         w = weight if weight is not None else torch.ones(width, dtype=torch.float32, device=x.device)
         netops.gatedNormAddInto(to_gizml(rows), to_gizml(y.reshape(-1, width)), to_gizml(w),
                                 to_gizml(gate.reshape(mods, width)), _row_map(rows.shape[0], mods, x.device), eps)
+    return x
+
+
+def modulated_int8_rows(x, shift, scale, weight=None, eps=1e-6, centered=True, bits=8, return_normed=False):
+    """modulated_norm's rows rounded to bfloat16, then int8_rows of them, in one pass (an AdaLN
+    norm feeding an Int8Linear: the norm's output is never written unless asked for), by
+    ``netops.modulatedInt8RowsInto``: the same bits as ``int8_rows(modulated_norm(x, shift, scale,
+    weight, eps, centered, out_dtype=torch.bfloat16), bits)``. x [B, *, W] float32 (W a multiple of
+    256), shift and scale as modulated_norm's → (q, s): q int8 of x's shape (codes of 8 or 4
+    ``bits``), s float32 [B, *, 1]; with ``return_normed`` also the bfloat16 rows (q, s, y).
+    Inference only (no backward)."""
+    mods = _modulations(x, shift, "modulated_int8_rows", "shift")
+    if tuple(scale.shape) != tuple(shift.shape):
+        raise gizml.Error(f"gizml.torch.modulated_int8_rows: scale: expected shift's shape {tuple(shift.shape)}, "
+                          f"got {tuple(scale.shape)}")
+    width = x.shape[-1]
+
+    def run(x, shift, scale, weight):
+        rows = to_gizml(x.reshape(-1, width))
+        w = weight if weight is not None else torch.ones(width, dtype=torch.float32, device=x.device)
+        codes = gizml.DType.F32 if rows.device.isHost() else gizml.DType.I8 if bits == 8 else gizml.DType.I4
+        q = gizml.Tensor.empty(list(rows.shape), codes, rows.device)
+        s = gizml.Tensor.empty([rows.shape[0], 1], gizml.DType.F32, rows.device)
+        y = gizml.Tensor.empty(list(rows.shape), gizml.DType.BF16, rows.device) if return_normed else gizml.Tensor()
+        netops.modulatedInt8RowsInto(rows, to_gizml(w), to_gizml(shift.reshape(mods, width)),
+                                     to_gizml(scale.reshape(mods, width)), _row_map(rows.shape[0], mods, x.device),
+                                     eps, y, q, s, centered, bits)
+        out = (to_torch(q if codes == gizml.DType.I8 else q.to(gizml.DType.I8)).reshape(x.shape),
+               to_torch(s).reshape(*x.shape[:-1], 1))
+        return out + (to_torch(y).reshape(x.shape),) if return_normed else out
+    return InferenceFunction.apply("modulated_int8_rows", run, x, shift, scale, weight)
+
+
+def _uniform_rows(x, name: str) -> int:
+    """The stride between consecutive rows of x [..., W] viewed as [rows, W] (its last axis
+    contiguous, its leading axes one run of rows at one stride: a slice of a wider row is), or
+    gizml.Error naming the function and x."""
+    ok = x.dim() >= 1 and (x.shape[-1] <= 1 or x.stride(-1) == 1)
+    stride = None
+    for axis in range(x.dim() - 2, -1, -1):  # innermost leading axis first; an extent of 1 has no step
+        if x.shape[axis] == 1:
+            continue
+        if stride is None:
+            stride = x.stride(axis)
+            span = stride * x.shape[axis]
+        elif x.stride(axis) != span:
+            ok = False
+        else:
+            span *= x.shape[axis]
+    if not ok:
+        raise gizml.Error(f"gizml.torch.{name}: x: expected [..., W] with a contiguous last axis and its rows at one "
+                          f"stride, got shape {tuple(x.shape)} and strides {x.stride()}")
+    return stride if stride is not None else x.shape[-1]
+
+
+def row_norm_rope_(x, weight, cos, sin, head, eps=1e-6):
+    """In place, the queries' or keys' RMSNorm over the whole row, times ``weight``, then the
+    rotary embedding of each head's split halves (LTX's and Wan's QK norm with RoPE), by
+    ``netops.rowNormRopeInto``: x [..., W] bfloat16, written where it is: its rows may sit at a
+    stride (x = qkv[..., :W] of a packed [..., 3 W] tensor; the values past W are untouched);
+    weight [W] float32; cos and sin float32 [..., W / 2] (a row's pairs, pair j = h head / 2 + e
+    for element e < head / 2 of head h; any leading shape that broadcasts to x's, such as one row
+    a position for a batch of sequences); head even and dividing W. Per row, ``v = (v *
+    rsqrt(mean(v²) + eps)) * weight`` (not rounded), then (p, q) of each head's halves become
+    ``(fma(p, cos, -(q sin)), fma(q, cos, p sin))``, rounded once to bfloat16. Returns x.
+    Inference only: under torch.no_grad(), or with no input that requires grad. On a CUDA
+    tensor it runs on gizml's stream between two waits (PyTorch's current stream, then gizml's)."""
+    name = "row_norm_rope_"
+    if x.dtype != torch.bfloat16:
+        raise gizml.Error(f"gizml.torch.{name}: x: expected torch.bfloat16, got {x.dtype}")
+    stride = _uniform_rows(x, name)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, weight, cos, sin)):
+        raise gizml.Error(f"gizml.torch.{name}: an in-place inference op: run it under torch.no_grad()")
+    width = x.shape[-1]
+    if isinstance(head, bool) or not isinstance(head, int) or head < 2 or head % 2 or width % head:
+        raise gizml.Error(f"gizml.torch.{name}: head: expected an even divisor of W = {width}, got {head!r}")
+    for what, t in (("weight", weight), ("cos", cos), ("sin", sin)):
+        if t.dtype != torch.float32 or t.device != x.device:
+            raise gizml.Error(f"gizml.torch.{name}: {what}: expected float32 on {x.device}, got {t.dtype} on "
+                              f"{t.device}")
+    if tuple(weight.shape) != (width,):
+        raise gizml.Error(f"gizml.torch.{name}: weight: expected ({width},), got {tuple(weight.shape)}")
+    rows = x.numel() // width if width else 0
+    pairs = []
+    for what, t in (("cos", cos), ("sin", sin)):
+        try:
+            pairs.append(t.expand(*x.shape[:-1], width // 2).reshape(rows, width // 2).contiguous())
+        except RuntimeError:
+            raise gizml.Error(f"gizml.torch.{name}: {what}: expected [..., W / 2 = {width // 2}] broadcasting to "
+                              f"x's rows {tuple(x.shape[:-1])}, got {tuple(t.shape)}") from None
+    if rows == 0:
+        return x
+    w = weight.detach().contiguous()
+    if x.is_cuda:
+        torch.cuda.current_stream(x.device).synchronize()
+        gpu = gizml.Gpu.open(x.device.index)
+    else:
+        gpu = gizml.Gpu.host()
+    netops.rowNormRopeInto(gpu, x.data_ptr(), stride, rows, width, head, w.data_ptr(), eps, pairs[0].data_ptr(),
+                           pairs[1].data_ptr())
+    gpu.synchronize()
     return x
 
 

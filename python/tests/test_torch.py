@@ -340,6 +340,71 @@ def test_hadamard_and_int8_rows():
         assert torch.all((q.double() * s.double() - y.double()).abs() <= s.double() * 0.5 + 1e-6)
 
 
+@pytest.mark.parametrize("centered", [True, False])
+@pytest.mark.parametrize("bits", [8, 4])
+def test_modulated_int8_rows_is_the_norm_then_int8_rows(centered, bits):
+    x, w = pair()(2, 3, 512), pair(1)(512)
+    shift, scale = pair(2)(2, 512), pair(3)(2, 512) * 0.1
+    bf16 = torch.bfloat16
+    q, s, y = gt.modulated_int8_rows(x, shift, scale, w, 1e-6, centered, bits, return_normed=True)
+    assert q.dtype == torch.int8 and q.shape == x.shape and s.dtype == torch.float32 and s.shape == (2, 3, 1)
+    normed = gt.modulated_norm(x, shift, scale, w, 1e-6, centered, out_dtype=bf16)
+    assert y.dtype == bf16 and torch.equal(y, normed)  # the BF16 rows, bit for bit
+    qr, sr = gt.int8_rows(normed.reshape(6, 512), bits)
+    assert torch.equal(q.reshape(6, 512), qr) and torch.equal(s.reshape(6, 1), sr)
+    assert int(q.abs().max()) == (127 if bits == 8 else 7)
+    q1, s1 = gt.modulated_int8_rows(x, shift[0], scale[0], w, 1e-6, centered, bits)  # one modulation for all rows
+    qr1, sr1 = gt.int8_rows(gt.modulated_norm(x, shift[0], scale[0], w, 1e-6, centered, bf16).reshape(6, 512), bits)
+    assert torch.equal(q1.reshape(6, 512), qr1) and torch.equal(s1.reshape(6, 1), sr1)
+    assert torch.equal(q1[0], q[0]) and not torch.equal(q1[1], q[1])
+
+
+def rope_reference(x, w, cos, sin, head, eps):
+    """row_norm_rope_'s formula in float64 (gizml's sums and fmas in float32 differ in the last
+    bits only): RMSNorm over the row, times w, then each head's split halves rotated."""
+    v = x.double()
+    n = v * torch.rsqrt((v * v).mean(-1, keepdim=True) + eps) * w.double()
+    heads = n.reshape(*n.shape[:-1], -1, 2, head // 2)  # [..., heads, halves, head / 2]
+    c = cos.double().expand(*x.shape[:-1], x.shape[-1] // 2).reshape(heads[..., 0, :].shape)
+    s = sin.double().expand(*x.shape[:-1], x.shape[-1] // 2).reshape(heads[..., 0, :].shape)
+    p, q = heads[..., 0, :], heads[..., 1, :]
+    return torch.stack((p * c - q * s, q * c + p * s), -2).reshape(x.shape)
+
+
+def test_row_norm_rope_in_place_on_packed_rows():
+    width, head, eps = 64, 16, 1e-6
+    qkv = pair()(2, 5, 3 * width).to(torch.bfloat16) * 4
+    w = pair(1)(width)
+    angles = pair(2)(5, width // 2)
+    cos, sin = torch.cos(angles), torch.sin(angles)  # a row of pairs a position, for both sequences
+    before = qkv.clone()
+    queries = qkv[..., :width]  # rows at a stride of 3 W
+    with torch.no_grad():
+        assert gt.row_norm_rope_(queries, w, cos, sin, head, eps) is queries
+    assert torch.equal(qkv[..., width:], before[..., width:])  # keys and values untouched
+    reference = rope_reference(before[..., :width], w, cos, sin, head, eps)
+    torch.testing.assert_close(queries.double(), reference, rtol=2 ** -7, atol=1e-6)  # a BF16 rounding
+    # The same rows made contiguous, with the pairs written out a row each: the same bits.
+    alone = before[..., :width].contiguous()
+    gt.row_norm_rope_(alone, w, cos.expand(2, 5, width // 2).contiguous(), sin.expand(2, 5, width // 2), head, eps)
+    assert torch.equal(alone, queries)
+    flat = before[..., :width].reshape(10, width)  # [rows, W] with cos and sin [rows, W / 2]
+    gt.row_norm_rope_(flat, w, cos.repeat(2, 1), sin.repeat(2, 1), head, eps)
+    assert torch.equal(flat, alone.reshape(10, width))
+    # Rows not at one stride, other dtypes, heads, shapes and gradients: gizml.Error.
+    expect_error(lambda: gt.row_norm_rope_(qkv[:, ::2, :width], w, cos[::2], sin[::2], head),
+                 "gizml.torch.row_norm_rope_: x", "one stride")
+    expect_error(lambda: gt.row_norm_rope_(qkv[..., :width].float(), w, cos, sin, head),
+                 "gizml.torch.row_norm_rope_: x", "bfloat16")
+    expect_error(lambda: gt.row_norm_rope_(queries, w, cos, sin, 6), "gizml.torch.row_norm_rope_: head")
+    expect_error(lambda: gt.row_norm_rope_(queries, w, cos, sin, 5), "gizml.torch.row_norm_rope_: head")
+    expect_error(lambda: gt.row_norm_rope_(queries, w[:8], cos, sin, head), "gizml.torch.row_norm_rope_: weight")
+    expect_error(lambda: gt.row_norm_rope_(queries, w, cos[:3], sin, head), "gizml.torch.row_norm_rope_: cos")
+    expect_error(lambda: gt.row_norm_rope_(queries, w, cos, sin.double(), head), "gizml.torch.row_norm_rope_: sin")
+    expect_error(lambda: gt.row_norm_rope_(queries, w.requires_grad_(), cos, sin, head), "torch.no_grad()")
+    assert torch.equal(alone, queries)  # nothing written by a failed call
+
+
 @pytest.mark.parametrize("bits,weight_bits", [(8, 8), (8, 4), (4, 4)])
 def test_int8_linear_is_its_formula(bits, weight_bits):
     x, w, b = pair()(2, 3, 512), pair(1)(40, 512) * 0.05, pair(2)(40)
@@ -374,7 +439,9 @@ def test_int8_linear_layer():
 def test_inference_ops_have_no_backward():
     x, w, b = pair()(2, 4, 9).requires_grad_(), pair(1)(4).requires_grad_(), pair(2)(4)
     for y, name in ((gt.group_norm(x, 2, w, b), "group_norm"), (gt.pixel_norm(x), "pixel_norm"),
-                    (gt.modulated_norm(x, pair(3)(9), pair(4)(9)), "modulated_norm")):
+                    (gt.modulated_norm(x, pair(3)(9), pair(4)(9)), "modulated_norm"),
+                    (gt.modulated_int8_rows(pair(5)(2, 256).requires_grad_(), pair(6)(256), pair(7)(256))[1],
+                     "modulated_int8_rows")):
         assert y.requires_grad
         expect_error(lambda: y.sum().backward(), f"gizml.torch.{name}: no backward")
     with torch.no_grad():  # the usual inference: nothing to raise
@@ -408,6 +475,12 @@ def test_inference_ops_bad_input_is_gizml_error():
     expect_error(lambda: gt.modulated_norm(x, torch.zeros(2, 3), torch.zeros(3)), "gizml.torch.modulated_norm: scale")
     expect_error(lambda: gt.hadamard_rows(torch.zeros(2, 100)), "gizml::netops::hadamardRows")
     expect_error(lambda: gt.int8_rows(torch.zeros(2, 256), 5), "gizml::netops::int8Rows", "bits")
+    rows, mod = torch.zeros(2, 256), torch.zeros(256)
+    expect_error(lambda: gt.modulated_int8_rows(rows, mod, mod, bits=6), "gizml::netops::modulatedInt8RowsInto", "bits")
+    expect_error(lambda: gt.modulated_int8_rows(x, x[0, 0], x[0, 0]), "gizml::netops::modulatedInt8RowsInto", "x")
+    expect_error(lambda: gt.modulated_int8_rows(rows, mod, mod[:8]), "gizml.torch.modulated_int8_rows: scale")
+    expect_error(lambda: gt.modulated_int8_rows(rows, torch.zeros(3, 256), torch.zeros(3, 256)),
+                 "gizml.torch.modulated_int8_rows: shift")
 
 
 @pytest.mark.skipif("cuda" not in DEVICES, reason="no CUDA GPU (torch.cuda and gizml.gpuCount() both needed)")
@@ -453,3 +526,14 @@ def test_cuda_layers_give_the_host_bits():
         assert torch.equal(q, qg.cpu()) and torch.equal(s, sg.cpu())
         layer = gt.Int8Linear.from_linear(torch.nn.Linear(512, 16), bits, bits)
         assert torch.equal(layer(rows), layer.cuda()(rows.cuda()).cpu())
+        mod, mul = pair(18)(2, 512), pair(19)(2, 512) * 0.1
+        host = gt.modulated_int8_rows(rows.reshape(2, 2, 512), mod, mul, bits=bits, return_normed=True)
+        gpu = gt.modulated_int8_rows(rows.reshape(2, 2, 512).cuda(), mod.cuda(), mul.cuda(), bits=bits,
+                                     return_normed=True)
+        assert all(torch.equal(h, g.cpu()) for h, g in zip(host, gpu))
+    qkv, wq, angles = pair(20)(3, 4, 96).to(bf16), pair(21)(32), pair(22)(4, 16)
+    on_gpu = qkv.cuda()
+    with torch.no_grad():
+        gt.row_norm_rope_(qkv[..., 32:64], wq, torch.cos(angles), torch.sin(angles), 8)
+        gt.row_norm_rope_(on_gpu[..., 32:64], wq.cuda(), torch.cos(angles).cuda(), torch.sin(angles).cuda(), 8)
+    assert torch.equal(qkv, on_gpu.cpu())
