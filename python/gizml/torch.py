@@ -20,10 +20,10 @@ function               forward / backward
 Inference ops (forward only: a backward through them raises gizml.Error): ``group_norm``
 (``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNormInto``),
 ``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``gated_norm_add_`` (in place,
-``netops.gatedNormAddInto``), ``hadamard_rows``, ``int8_rows`` and
-``int8_linear`` (a W8A8 / W4A8 layer: ``netops.int8RowsProduct``), ``modulated_int8_rows`` (AdaLN
-then int8_rows in one pass), ``row_norm_rope_`` (QK norm and rotary embedding, in place), and the
-layer ``Int8Linear``.
+``netops.gatedNormAddInto``), ``hadamard_rows``, ``int8_rows``, ``int8_linear`` (a W8A8 / W4A8
+layer: ``netops.int8RowsProduct``), ``modulated_int8_rows`` (AdaLN then int8_rows in one pass),
+``int8_rows_product`` (of codes already made), ``row_norm_rope_`` (QK norm and rotary embedding, in
+place), and the layer ``Int8Linear``.
 
 Composed backward products. gizml's product is ``lazyMatmul(a [m, k], w [n, k])`` = a wᵀ, each
 element one fma chain over k from +0. The gradients it has no op for yet are that product on
@@ -64,7 +64,7 @@ __all__ = [
     "dropout", "Linear", "LayerNorm", "Conv2d", "MaxPool2d", "AvgPool2d", "Dropout", "CrossEntropyLoss",
     "from_torch_module", "to_gizml", "to_torch", "InferenceFunction", "group_norm", "pixel_norm",
     "modulated_norm", "gated_norm_add_", "hadamard_rows", "int8_rows", "int8_linear", "modulated_int8_rows",
-    "row_norm_rope_", "GroupNorm", "Int8Linear",
+    "int8_rows_product", "row_norm_rope_", "GroupNorm", "Int8Linear",
 ]
 
 
@@ -581,6 +581,28 @@ def int8_linear(x, qweight, sweight, bias=None, bits=8, out_dtype=torch.float32)
                                    to_gizml(bias) if bias is not None else gizml.Tensor())
         return to_torch(out).reshape(*x.shape[:-1], qweight.shape[0])
     return InferenceFunction.apply("int8_linear", run, x, qweight, sweight, bias)
+
+
+def int8_rows_product(qa, sa, qb, sb, bias=None, out_dtype=torch.float32):
+    """The product of codes already made, by ``netops.int8RowsProductInto``: qa [..., K] int8 and
+    sa [..., 1] float32 (``int8_rows`` or ``modulated_int8_rows`` of activations), qb [N, K] int8
+    and sb [N, 1] float32 (``int8_rows`` of the weight: the same rotation) → [..., N] as
+    ``out_dtype`` (float32, or bfloat16 rounded once), out[i, j] = ((F32(Σ qa qb) * sa[i]) * sb[j])
+    + bias[j], as int8_linear's. K a multiple of 256. Inference only (no backward)."""
+    if qa.dim() < 1:
+        raise gizml.Error("gizml.torch.int8_rows_product: qa: expected [..., K], got a scalar")
+    if tuple(sa.shape) != (*qa.shape[:-1], 1):
+        raise gizml.Error(f"gizml.torch.int8_rows_product: sa: expected {(*qa.shape[:-1], 1)} (a scale a row of qa), "
+                          f"got {tuple(sa.shape)}")
+    dtype = _stored_dtype(out_dtype, "int8_rows_product")
+
+    def run(qa, sa, qb, sb, bias):
+        rows = qa.reshape(-1, qa.shape[-1])
+        out = gizml.Tensor.empty([rows.shape[0], qb.shape[0]], dtype, to_gizml(sb).device)
+        netops.int8RowsProductInto(to_gizml(rows), to_gizml(sa.reshape(-1, 1)), to_gizml(qb), to_gizml(sb), out,
+                                   to_gizml(bias) if bias is not None else gizml.Tensor())
+        return to_torch(out).reshape(*qa.shape[:-1], qb.shape[0])
+    return InferenceFunction.apply("int8_rows_product", run, qa, sa, qb, sb, bias)
 
 
 # ---- layers --------------------------------------------------------------------------------------------

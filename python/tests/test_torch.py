@@ -357,6 +357,16 @@ def test_modulated_int8_rows_is_the_norm_then_int8_rows(centered, bits):
     qr1, sr1 = gt.int8_rows(gt.modulated_norm(x, shift[0], scale[0], w, 1e-6, centered, bf16).reshape(6, 512), bits)
     assert torch.equal(q1.reshape(6, 512), qr1) and torch.equal(s1.reshape(6, 1), sr1)
     assert torch.equal(q1[0], q[0]) and not torch.equal(q1[1], q[1])
+    # Then a W8A8 / W4A8 layer's product of those codes: int8_linear of the BF16 rows, bit for bit.
+    w_linear, b = pair(4)(24, 512) * 0.05, pair(5)(24)
+    qw, sw = gt.int8_rows(w_linear, 8)
+    out = gt.int8_rows_product(q, s, qw, sw, b)
+    assert out.shape == (2, 3, 24) and torch.equal(out, gt.int8_linear(normed, qw, sw, b, bits))
+    sums = (q.reshape(6, 512).long() @ qw.long().t()).float()
+    assert torch.equal(out.reshape(6, 24), sums * s.reshape(6, 1) * sw.reshape(1, -1) + b)
+    assert torch.equal(gt.int8_rows_product(q, s, qw, sw, b, torch.bfloat16), out.to(torch.bfloat16))
+    expect_error(lambda: gt.int8_rows_product(q, s.reshape(6, 1), qw, sw), "gizml.torch.int8_rows_product: sa")
+    expect_error(lambda: gt.int8_rows_product(q, s, qw[:, :256], sw), "gizml::netops::int8RowsProduct")
 
 
 def rope_reference(x, w, cos, sin, head, eps):
@@ -531,6 +541,9 @@ def test_cuda_layers_give_the_host_bits():
         gpu = gt.modulated_int8_rows(rows.reshape(2, 2, 512).cuda(), mod.cuda(), mul.cuda(), bits=bits,
                                      return_normed=True)
         assert all(torch.equal(h, g.cpu()) for h, g in zip(host, gpu))
+        qw, sw = gt.int8_rows(pair(23)(8, 512), bits)
+        assert torch.equal(gt.int8_rows_product(host[0], host[1], qw, sw),
+                           gt.int8_rows_product(gpu[0], gpu[1], qw.cuda(), sw.cuda()).cpu())
     qkv, wq, angles = pair(20)(3, 4, 96).to(bf16), pair(21)(32), pair(22)(4, 16)
     on_gpu = qkv.cuda()
     with torch.no_grad():
