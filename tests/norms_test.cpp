@@ -605,6 +605,28 @@ TEST(PixelNorm, BadInput) {
   EXPECT_TRUE(allEqual(out, 7.0f)) << "out must be untouched";
 }
 
+TEST(PixelNorm, ReturningFormEqualsInto) {
+  // pixelNorm(x, eps, act): a new tensor of x's shape and dtype holding pixelNormInto's bits.
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool act : {false, true}) {
+      SCOPED_TRACE(dtypeName(dtype) + (act ? " SiLU" : ""));
+      const Tensor x = Tensor::normal(Key{133, 0}, {2, 5, 37}).to(dtype);
+      const Tensor y = netops::pixelNorm(x, 1e-8, act);
+      EXPECT_EQ(y.dtype(), dtype);
+      EXPECT_EQ(y.shape(), x.shape());
+      const Tensor out = Tensor::empty(x.shape(), dtype);
+      netops::pixelNormInto(x, 1e-8, act, out);
+      EXPECT_TRUE(sameBits(y.toFloats(), out.toFloats()));
+    }
+  EXPECT_EQ(netops::pixelNorm(Tensor::empty({2, 3, 0}), 1e-8, true).shape(), (std::vector<std::int64_t>{2, 3, 0}));
+  const char* fn = "gizml::netops::pixelNorm";
+  const Tensor x = host(randomFloats(Key{1, 1}, 24), {2, 3, 4});
+  expectThrowsNaming([&] { netops::pixelNorm(Tensor(), 1e-8, false); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNorm(x.to(DType::F16), 1e-8, false); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNorm(host(randomFloats(Key{1, 1}, 24), {6, 4}), 1e-8, false); }, fn, "x");
+  expectThrowsNaming([&] { netops::pixelNorm(x, -1.0, false); }, fn, "eps");
+}
+
 // ---- groupNorm -------------------------------------------------------------------------------------------
 
 TEST(GroupNorm, AccuracyAgainstFloat64) {

@@ -504,6 +504,33 @@ TEST(ModulatedInt8Rows, EqualsModulatedNormThenInt8Rows) {
     }
 }
 
+TEST(ModulatedInt8Rows, ReturningFormEqualsInto) {
+  // modulatedInt8Rows: new codes and scales (int8Rows' forms), the bits of modulatedInt8RowsInto.
+  const std::int64_t rows = 3, n = 512;
+  const std::vector<Tensor> in = modulatedInputs(rows, n);
+  for (int bits : {8, 4})
+    for (bool centered : {false, true}) {
+      SCOPED_TRACE("bits " + std::to_string(bits) + (centered ? " centered" : " rms"));
+      Tensor q = Tensor::zeros({rows, n}), s = Tensor::zeros({rows, 1});
+      netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q, s, centered, bits);
+      const netops::Int8RowsResult r = netops::modulatedInt8Rows(in[0], in[1], in[2], in[3], in[4], 1e-6, centered, bits);
+      EXPECT_EQ(r.q.dtype(), DType::F32);
+      EXPECT_EQ(r.s.shape(), (std::vector<std::int64_t>{rows, 1}));
+      EXPECT_TRUE(sameBits(r.q.toFloats(), q.toFloats())) << "q";
+      EXPECT_TRUE(sameBits(r.s.toFloats(), s.toFloats())) << "s";
+    }
+  const char* fn = "gizml::netops::modulatedInt8Rows";
+  const auto call = [&](const Tensor& x, const Tensor& w, const Tensor& map, int bits) {
+    return [=, &in] { netops::modulatedInt8Rows(x, w, in[2], in[3], map, 1e-6, false, bits); };
+  };
+  expectThrowsNaming(call(Tensor(), in[1], in[4], 8), fn, "x");
+  expectThrowsNaming(call(in[0], in[1], in[4], 6), fn, "bits");
+  expectThrowsNaming(call(in[0].to(DType::F16), in[1], in[4], 8), fn, "x");
+  expectThrowsNaming(call(host(randomFloats(Key{1, 5}, rows * 300), {rows, 300}), in[1], in[4], 8), fn, "x");
+  expectThrowsNaming(call(in[0], host(randomFloats(Key{1, 2}, 128), {128}), in[4], 8), fn, "w");
+  expectThrowsNaming(call(in[0], in[1], host({0, 1, 2}, {3}), 8), fn, "map");
+}
+
 TEST(ModulatedInt8Rows, BadInput) {
   const char* fn = "gizml::netops::modulatedInt8RowsInto";
   const std::int64_t rows = 2, n = 256;
@@ -584,6 +611,22 @@ TEST(ModulatedInt8RowsCuda, BadMapSetsTheDeviceErrorFlag) {
     netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q, s, false, 8);
     s.toFloats();
   });
+}
+
+TEST(ModulatedInt8RowsCuda, ReturningFormGivesTheHostCodes) {
+  GIZML_NEED_GPU();
+  const std::int64_t rows = 3, n = 512;
+  const std::vector<Tensor> in = modulatedInputs(rows, n);
+  std::vector<Tensor> g;
+  for (const Tensor& t : in) g.push_back(t.to(Device::cuda(0)));
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    const netops::Int8RowsResult want = netops::modulatedInt8Rows(in[0], in[1], in[2], in[3], in[4], 1e-6, true, bits);
+    const netops::Int8RowsResult got = netops::modulatedInt8Rows(g[0], g[1], g[2], g[3], g[4], 1e-6, true, bits);
+    EXPECT_EQ(got.q.dtype(), bits == 8 ? DType::I8 : DType::I4);
+    EXPECT_EQ(got.q.to(Device::host()).to(DType::F32).toVector<float>(), want.q.toVector<float>()) << "q";
+    EXPECT_TRUE(sameBits(got.s.toFloats(), want.s.toFloats())) << "s";
+  }
 }
 
 // A GPU takes the 8-bit rows' blocks in 16-byte pieces where every tensor lies on 16 bytes

@@ -18,7 +18,7 @@ function               forward / backward
 =====================  ======================================================================
 
 Inference ops (forward only: a backward through them raises gizml.Error): ``group_norm``
-(``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNormInto``),
+(``netops.groupNorm``, SiLU optional), ``pixel_norm`` (``netops.pixelNorm``),
 ``modulated_norm`` (AdaLN, ``netops.modulatedNorm``), ``gated_norm_add_`` (in place,
 ``netops.gatedNormAddInto``), ``hadamard_rows``, ``int8_rows``, ``int8_linear`` (a W8A8 / W4A8
 layer: ``netops.int8RowsProduct``), ``modulated_int8_rows`` (AdaLN then int8_rows in one pass),
@@ -354,7 +354,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, silu=False, out_
 
 def pixel_norm(x, eps=1e-8, silu=False):
     """The pixel norm of StyleGAN and LTX, ``x / sqrt(mean(x², dim=1) + eps)`` (then gizml's SiLU
-    when ``silu``), by ``netops.pixelNormInto``: x [N, C, *] float32 or bfloat16 → a new tensor of
+    when ``silu``), by ``netops.pixelNorm``: x [N, C, *] float32 or bfloat16 → a new tensor of
     x's shape and dtype (bfloat16: each value rounded once). The mean over channels is gizml's: the
     fma chain of the squares in channel order, divided by C. Inference only (no backward)."""
     _batched(x, "pixel_norm")
@@ -363,9 +363,7 @@ def pixel_norm(x, eps=1e-8, silu=False):
         if x.numel() == 0:
             return torch.empty_like(x)
         frames = to_gizml(x.reshape(x.shape[0], x.shape[1], -1))
-        out = gizml.Tensor.empty(frames.shape, frames.dtype, frames.device)  # gizml's allocator: reused memory
-        netops.pixelNormInto(frames, eps, silu, out)
-        return to_torch(out).reshape(x.shape)
+        return to_torch(netops.pixelNorm(frames, eps, silu)).reshape(x.shape)  # out from gizml's allocator
     return InferenceFunction.apply("pixel_norm", run, x)
 
 

@@ -108,6 +108,7 @@ void bindNetops(nb::module_& parent) {
   m.def("modulatedNormInto", &n::modulatedNormInto, "x"_a, "w"_a, "shift"_a, "scale"_a, "map"_a, "eps"_a,
         "centered"_a, "y"_a);
   m.def("gatedNormAddInto", &n::gatedNormAddInto, "x"_a, "y"_a, "w"_a, "gate"_a, "map"_a, "eps"_a);
+  m.def("pixelNorm", &n::pixelNorm, "x"_a, "eps"_a, "act"_a = false);
   m.def("pixelNormInto", &n::pixelNormInto, "x"_a, "eps"_a, "act"_a, "out"_a);
   m.def("groupNorm", &n::groupNorm, "x"_a, "groups"_a, "w"_a, "b"_a, "eps"_a, "act"_a, "dtype"_a = DType::F32);
   m.def("groupNormInto", &n::groupNormInto, "x"_a, "groups"_a, "w"_a, "b"_a, "eps"_a, "act"_a, "out"_a);
@@ -125,6 +126,8 @@ void bindNetops(nb::module_& parent) {
   m.def("rotateWeightRows", &n::rotateWeightRows, "w"_a);
   m.def("int8Rows", &n::int8Rows, "x"_a, "bits"_a = 8);
   m.def("int8RowsInto", &n::int8RowsInto, "x"_a, "q"_a, "s"_a, "bits"_a = 8);
+  m.def("modulatedInt8Rows", &n::modulatedInt8Rows, "x"_a, "w"_a, "shift"_a, "scale"_a, "map"_a, "eps"_a,
+        "centered"_a = false, "bits"_a = 8);
   m.def("modulatedInt8RowsInto", &n::modulatedInt8RowsInto, "x"_a, "w"_a, "shift"_a, "scale"_a, "map"_a, "eps"_a,
         "y"_a, "q"_a, "s"_a, "centered"_a = false, "bits"_a = 8);
   m.def("int8RowsProduct", &n::int8RowsProduct, "qa"_a, "sa"_a, "qb"_a, "sb"_a, "bias"_a = Tensor());

@@ -123,6 +123,7 @@ def test_every_other_op_runs():
     out = Tensor.empty([2, 4, 9])
     n.pixelNormInto(px, 1e-8, True, out)
     assert np.isfinite(np.from_dlpack(out)).all()
+    assert host_bytes(n.pixelNorm(px, 1e-8, True)) == host_bytes(out)
     gx, gw, gb = normal(45, [4, 8]), normal(46, [4]), normal(47, [4])
     gy = n.groupNorm(gx, 2, gw, gb, 1e-5, False)
     assert gy.shape == [4, 8]
@@ -147,6 +148,8 @@ def test_every_other_op_runs():
     yb, q2, s2 = Tensor.empty([rows, width], DType.BF16), Tensor.empty([rows, width]), Tensor.empty([rows, 1])
     n.modulatedInt8RowsInto(xs, ws, shift, scale, mp, 1e-6, yb, q2, s2)
     n.modulatedInt8RowsInto(xs, ws, shift, scale, mp, 1e-6, Tensor(), q2, s2, centered=False, bits=4)
+    r4 = n.modulatedInt8Rows(xs, ws, shift, scale, mp, 1e-6, bits=4)
+    assert host_bytes(r4.q) == host_bytes(q2) and host_bytes(r4.s) == host_bytes(s2)
     # Raw rows of BF16 values at an address (host memory: Gpu.host()).
     bf = normal(48, [2, 8]).to(DType.BF16)
     cos, sin = Tensor.fromFloats([1.0] * 8, [2, 4]), Tensor.zeros([2, 4])
@@ -245,8 +248,9 @@ def test_lazy_describes_its_output():
 # Every op of gizml.netops is called by a test above; a new binding must be added here with its test.
 NETOPS_TESTED = """layerNorm layerNormGrad rmsNorm crossEntropyLoss crossEntropyRows crossEntropyGrad argmax dropout
     affine patchRows im2col col2im im2col1d col2im1d conv1d convTranspose1d pool2d pool2dGrad causalMask
-    modulatedNorm modulatedNormInto gatedNormAddInto pixelNormInto groupNorm groupNormInto rowNormRopeInto hadamardRows
-    hadamardRowsInto rotateWeightRows int8Rows int8RowsInto modulatedInt8RowsInto int8RowsProduct
+    modulatedNorm modulatedNormInto gatedNormAddInto pixelNorm pixelNormInto groupNorm groupNormInto rowNormRopeInto
+    hadamardRows hadamardRowsInto rotateWeightRows int8Rows int8RowsInto modulatedInt8Rows modulatedInt8RowsInto
+    int8RowsProduct
     int8RowsProductInto argmaxInto candidatesInto splitSumInto
     normRotateInto siluMulRotatedInto sampleCandidates attention headPrepInPlace attendedRows attentionRows
     crossAttentionRows neighborhood3d""".split()

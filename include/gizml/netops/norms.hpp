@@ -47,6 +47,8 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
 /// as out's dtype (BF16: rounded once). PyTorch's pixel norm is eps = 1e-8. Any other overlap of
 /// out with x than x itself is an error.
 void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out);
+/// pixelNormInto a new tensor of x's shape, dtype and device.
+Tensor pixelNorm(const Tensor& x, double eps, bool act);
 
 /// Raw rows of BF16 values (std::uint16_t bits) on gpu's device (Gpu::host() for host memory), in
 /// place: row r (r < rows) is the `width` values at `at + r stride`. Per row

@@ -50,6 +50,10 @@ void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits = 
 /// other (an error). On a GPU a bad map entry sets the device error flag and its row is skipped.
 void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
                            double eps, const Tensor& y, const Tensor& q, const Tensor& s, bool centered, int bits = 8);
+/// modulatedInt8RowsInto new codes and scales (int8Rows' {q, s}: F32 codes on the host, I8 / I4 on a
+/// GPU), without the BF16 rows.
+Int8RowsResult modulatedInt8Rows(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                                 const Tensor& map, double eps, bool centered = false, int bits = 8);
 
 /// The product of two matrices of 8-bit rows as int8Rows gives them — activations (qa, sa) =
 /// int8Rows(x) and weights (qb, sb) = int8Rows(w), both rotated by the same transform, so the

@@ -689,13 +689,20 @@ void gatedNormAddInto(const Tensor& x, const Tensor& y, const Tensor& w, const T
                                                       gate.dim(0)});
 }
 
-void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
-  const char* fn = "gizml::netops::pixelNormInto";
+namespace {
+
+/// pixelNorm's checks of x, naming `fn`.
+void checkPixelFrames(const char* fn, const Tensor& x) {
   detail::requireDefined(fn, "x", x);
   if (x.dtype() != DType::F32 && x.dtype() != DType::BF16)
     fail(fn, "x", "expected dtype F32 or BF16, got " + dtypeName(x.dtype()));
   detail::requireRank(fn, "x", x, 3);
   if (x.dim(1) < 1) fail(fn, "x", "expected [frames, c >= 1, pixels], got " + shapeString(x.shape()));
+}
+
+/// pixelNorm(Into)'s checks, naming `fn`, then the run.
+void pixelNormRun(const char* fn, const Tensor& x, double eps, bool act, const Tensor& out) {
+  checkPixelFrames(fn, x);
   detail::requireDType(fn, "out", out, x.dtype());
   detail::requireShape(fn, "out", out, x.shape());
   detail::requireSameDevice(fn, {{"x", &x}, {"out", &out}});
@@ -704,6 +711,20 @@ void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
   if (x.numel() == 0) return;
   detail::run<norms::PixelNorm>(detail::gpuOf(x), {x.raw(), out.raw(), x.dtype() == DType::BF16, x.dim(0), x.dim(1),
                                                    x.dim(2), eps32, act});
+}
+
+}  // namespace
+
+void pixelNormInto(const Tensor& x, double eps, bool act, const Tensor& out) {
+  pixelNormRun("gizml::netops::pixelNormInto", x, eps, act, out);
+}
+
+Tensor pixelNorm(const Tensor& x, double eps, bool act) {
+  const char* fn = "gizml::netops::pixelNorm";
+  checkPixelFrames(fn, x);  // before x's shape and dtype make the output
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  pixelNormRun(fn, x, eps, act, out);
+  return out;
 }
 
 namespace {

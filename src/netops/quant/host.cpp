@@ -540,9 +540,11 @@ void int8RowsInto(const Tensor& x, const Tensor& q, const Tensor& s, int bits) {
   int8RowsRun(x, q, s, bits);
 }
 
-void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
-                           double eps, const Tensor& y, const Tensor& q, const Tensor& s, bool centered, int bits) {
-  const char* fn = "gizml::netops::modulatedInt8RowsInto";
+namespace {
+/// modulatedInt8Rows(Into)'s checks, naming `fn`, then the run.
+void modulatedInt8RowsRun(const char* fn, const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                          const Tensor& map, double eps, const Tensor& y, const Tensor& q, const Tensor& s,
+                          bool centered, int bits) {
   checkBits(fn, bits);
   norms::ModulatedNorm::Args norm = norms::checkModulated(fn, x, w, shift, scale, map, eps, centered);
   checkBlockRows(fn, "x", x, true);
@@ -561,6 +563,23 @@ void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift
   detail::run<quant::ModulatedInt8Rows>(detail::gpuOf(x), {norm, maxCode, -(maxCode + 1.0f), maxCode,
                                                           quant::codesOf(q.dtype()), q.raw(),
                                                           s.data<float>(), norm.rows, norm.n, norm.mods});
+}
+}  // namespace
+
+void modulatedInt8RowsInto(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale, const Tensor& map,
+                           double eps, const Tensor& y, const Tensor& q, const Tensor& s, bool centered, int bits) {
+  modulatedInt8RowsRun("gizml::netops::modulatedInt8RowsInto", x, w, shift, scale, map, eps, y, q, s, centered, bits);
+}
+
+Int8RowsResult modulatedInt8Rows(const Tensor& x, const Tensor& w, const Tensor& shift, const Tensor& scale,
+                                 const Tensor& map, double eps, bool centered, int bits) {
+  const char* fn = "gizml::netops::modulatedInt8Rows";
+  checkBits(fn, bits);
+  checkBlockRows(fn, "x", x, true);  // before x's shape makes the outputs
+  Int8RowsResult out{Tensor::empty(x.shape(), codesDType(x, bits), x.device()),
+                     Tensor::empty({x.dim(0), 1}, DType::F32, x.device())};
+  modulatedInt8RowsRun(fn, x, w, shift, scale, map, eps, Tensor(), out.q, out.s, centered, bits);
+  return out;
 }
 
 }  // namespace gizml::netops
