@@ -26,9 +26,11 @@ def test_readme_numpy_block(capsys):
 
 
 def test_readme_torch_block():
-    pytest.importorskip("torch", reason="torch is not installed (CI does not install it)")
+    torch = pytest.importorskip("torch", reason="torch is not installed (CI does not install it)")
     scope = {}
     exec(compile(quick_start_blocks()[1], "README.md (PyTorch)", "exec"), scope)
     assert scope["loss"].item() > 0
     assert all(p.grad is not None for p in scope["model"].parameters())
     assert scope["h"].shape == (2, 64, 16, 16) and bool(scope["h"].isfinite().all())
+    assert scope["q"].dtype == torch.int8 and scope["out"].shape == (2, 6, 64)
+    assert bool(scope["out"].isfinite().all()) and bool(scope["out"].abs().max() > 0)
