@@ -483,7 +483,8 @@ std::vector<Tensor> modulatedInputs(std::int64_t rows, std::int64_t n) {
 }  // namespace
 
 TEST(ModulatedInt8Rows, EqualsModulatedNormThenInt8Rows) {
-  // SPEC §1.6: the fused op equals modulatedNormInto a BF16 y, then int8RowsInto of y, bit for bit.
+  // SPEC §1.6: the fused op equals modulatedNormInto a BF16 y, then int8RowsInto of y, bit for bit;
+  // so do its form without y and its returning form (modulatedInt8Rows).
   const std::int64_t rows = 5, n = 768;
   const std::vector<Tensor> in = modulatedInputs(rows, n);
   for (int bits : {8, 4})
@@ -501,24 +502,18 @@ TEST(ModulatedInt8Rows, EqualsModulatedNormThenInt8Rows) {
       netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q3, s3, centered, bits);
       EXPECT_TRUE(sameBits(q3.toFloats(), q.toFloats())) << "without y, the same codes";
       EXPECT_TRUE(sameBits(s3.toFloats(), s.toFloats())) << "without y, the same scales";
-    }
-}
-
-TEST(ModulatedInt8Rows, ReturningFormEqualsInto) {
-  // modulatedInt8Rows: new codes and scales (int8Rows' forms), the bits of modulatedInt8RowsInto.
-  const std::int64_t rows = 3, n = 512;
-  const std::vector<Tensor> in = modulatedInputs(rows, n);
-  for (int bits : {8, 4})
-    for (bool centered : {false, true}) {
-      SCOPED_TRACE("bits " + std::to_string(bits) + (centered ? " centered" : " rms"));
-      Tensor q = Tensor::zeros({rows, n}), s = Tensor::zeros({rows, 1});
-      netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], 1e-6, Tensor(), q, s, centered, bits);
+      // The returning form: new codes and scales (int8Rows' forms), the same bits.
       const netops::Int8RowsResult r = netops::modulatedInt8Rows(in[0], in[1], in[2], in[3], in[4], 1e-6, centered, bits);
       EXPECT_EQ(r.q.dtype(), DType::F32);
       EXPECT_EQ(r.s.shape(), (std::vector<std::int64_t>{rows, 1}));
-      EXPECT_TRUE(sameBits(r.q.toFloats(), q.toFloats())) << "q";
-      EXPECT_TRUE(sameBits(r.s.toFloats(), s.toFloats())) << "s";
+      EXPECT_TRUE(sameBits(r.q.toFloats(), q.toFloats())) << "modulatedInt8Rows' codes";
+      EXPECT_TRUE(sameBits(r.s.toFloats(), s.toFloats())) << "modulatedInt8Rows' scales";
     }
+}
+
+TEST(ModulatedInt8Rows, ReturningFormBadInput) {
+  const std::int64_t rows = 3;
+  const std::vector<Tensor> in = modulatedInputs(rows, 512);
   const char* fn = "gizml::netops::modulatedInt8Rows";
   const auto call = [&](const Tensor& x, const Tensor& w, const Tensor& map, int bits) {
     return [=, &in] { netops::modulatedInt8Rows(x, w, in[2], in[3], map, 1e-6, false, bits); };
