@@ -25,15 +25,21 @@ GIZML_HD std::uint32_t packBF16Values(float lo, float hi) {
 }
 /// x rounded to the nearest BF16 value, kept as F32.
 GIZML_HD float roundToBF16(float x) { return bf16ToFloat(floatToBF16(x)); }
-/// floatToBF16 on a lane type (a float, or the host's 16 lanes) in integer steps, before a mask:
-/// its bits in the high 16 bits of each lane (the low 16 bits are left over, for a store of the
-/// high halves to drop, or roundToBF16Steps' mask).
+/// floatToBF16's rounding on a lane type for lanes that hold no NaN (every other float, ±inf
+/// included): its bits in the high 16 bits of each lane (the low 16 bits are left over, for a store
+/// of the high halves to drop, or roundToBF16Steps' mask). A caller that has proven its values
+/// numbers (pixelNorm's blocks of finite values, norms/host.cpp) saves the NaN's test and select.
+template <class F>
+GIZML_HD auto bf16RoundedBitsOfNumbers(F x) {
+  const auto b = toBits(x);
+  return b + (0x7fffu + ((b >> 16) & 1u));  // carries into the exponent, up to inf, as RNE does
+}
+/// floatToBF16 on a lane type (a float, or the host's 16 lanes) in integer steps, before a mask,
+/// as bf16RoundedBitsOfNumbers, NaN included.
 template <class F>
 GIZML_HD auto bf16RoundedBits(F x) {
-  const auto b = toBits(x);
-  const auto rounded = b + (0x7fffu + ((b >> 16) & 1u));
-  const auto quiet = b | 0x00400000u;  // NaN: a quiet NaN, sign and top payload kept
-  return select(isNan(x), quiet, rounded);
+  const auto quiet = toBits(x) | 0x00400000u;  // NaN: a quiet NaN, sign and top payload kept
+  return select(isNan(x), quiet, bf16RoundedBitsOfNumbers(x));
 }
 /// roundToBF16 on a lane type: floatToBF16's bits, widened back, in integer steps.
 template <class F>

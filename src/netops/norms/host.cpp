@@ -346,13 +346,25 @@ inline bool pixelValuesSmall(const exact::f32x16 (&ss)[kPixelBlockSteps],
 }
 #endif
 
+/// How many channels of a block's BF16 values with SiLU pixelBlockValues holds as F32 before it
+/// rounds and stores them (without AVX-512): 4 lost to 8, 16 and 32 gained nothing more.
+constexpr std::int64_t kHeldChannels = 8;
+
 /// A whole block's second pass, from its sums ss: each channel's values into out, then beside(ch),
 /// the thread's other work for that channel (the next run's prefetch, or the next block's first
-/// pass). With kLate (and HostRow::kLateBF16) a BF16 pair is stored during the next pair's
-/// arithmetic (HostRow::LateBF16), SiLU's: on a Zen 2, BF16 [8, 384, 8192] in place with SiLU, 2
-/// threads, 11.4 - 11.6 -> 10.6 - 10.8 ms in three rounds of pairs. Without SiLU it lost 5 %
-/// (3.7 - 3.9 -> 4.0 - 4.1 ms) and is not taken; chosen at run time inside, it cost that path 2x.
-template <bool kLate, class T, class Beside>
+/// pass).
+///
+/// kHeld (BF16 with SiLU; without AVX-512 only, where rounding to BF16 is integer steps): the values
+/// of kHeldChannels channels go to an F32 buffer in L1 (`held`), and are rounded and stored after
+/// them in a loop of their own. Rounded as they came (each pair during the next pair's SiLU, as
+/// HostRow::LateBF16 does), their ~10 integer instructions a vector sat among SiLU's long chains,
+/// where they cost far more than alone: on a Zen 2, 1 thread, [1, 384, 256] in L2, 1.16 ns a value
+/// against 0.50 with F32 out (the rounding alone, in a loop: 0.11). Held: 0.92 - 0.99; and where a
+/// block's values are all numbers (pixelValuesSmall: every |y| < 86, so every SiLU is finite),
+/// rounded without the NaN's test and select (bf16RoundedBitsOfNumbers: the same bits), 0.86.
+/// [8, 384, 8192] in place, 2 threads, best of 7, three rounds of pairs: 9.39 - 9.42 -> 8.44 - 8.51
+/// ms. Without SiLU the rounding has no chains to wait among: stored as it comes.
+template <bool kHeld, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
                                                             Beside&& beside) {
@@ -360,30 +372,57 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
   exact::f32x16 r[kPixelBlockSteps];
 #pragma GCC unroll 8
   for (int b = 0; b < kPixelBlockSteps; ++b) r[b] = pixelScale(ss[b], a.c, a.eps);
-  exact::HostRow::LateBF16 late;
+  // Channel ch's values, two steps at a time (their chains interleaved: exact/twin.hpp), each pair
+  // handed to put(two, b, v) (steps b and b + 1).
+  const auto values = [&](auto small, std::int64_t ch, auto&& put) __attribute__((always_inline)) {
+    const T* in = x + ch * a.pixels;
+#pragma GCC unroll 8
+    for (int b = 0; b < kPixelBlockSteps; b += 2) {
+      const exact::HostRow::TwinAt two{Step{16 * b, 16, stream}, Step{16 * b + 16, 16, stream}};
+      put(two, b, pixelValue<decltype(small)::value>(two.load(in), exact::f32x16x2{r[b], r[b + 1]}, a.act));
+    }
+    beside(ch);
+  };
   const auto channels = [&](auto small) __attribute__((always_inline)) {
     for (std::int64_t ch = 0; ch < a.c; ++ch) {
-      const T* in = x + ch * a.pixels;
       T* o = out + ch * a.pixels;
-      // Two steps at a time (their chains interleaved: exact/twin.hpp).
-#pragma GCC unroll 8
-      for (int b = 0; b < kPixelBlockSteps; b += 2) {
-        const exact::HostRow::TwinAt two{Step{16 * b, 16, stream}, Step{16 * b + 16, 16, stream},
-                                         exact::HostRow::kLateBF16 && kLate ? &late : nullptr};
-        const exact::f32x16x2 v =
-            pixelValue<decltype(small)::value>(two.load(in), exact::f32x16x2{r[b], r[b + 1]}, a.act);
-        two.stream(o, v);  // a plain store unless `stream`
-      }
-      beside(ch);
+      values(small, ch, [&](const exact::HostRow::TwinAt& two, int, const exact::f32x16x2& v)
+                            __attribute__((always_inline)) { two.stream(o, v); });  // a plain store unless `stream`
     }
   };
   bool small = false;  // pixelValuesSmall
 #if !defined(__AVX512F__)
+  const auto heldChannels = [&](auto small) __attribute__((always_inline)) {
+    constexpr int kBlock = 16 * kPixelBlockSteps;
+    alignas(64) float held[kHeldChannels][kBlock];
+    for (std::int64_t first = 0; first < a.c; first += kHeldChannels) {
+      const std::int64_t count = std::min(kHeldChannels, a.c - first);
+      for (std::int64_t k = 0; k < count; ++k)
+        values(small, first + k, [&](const exact::HostRow::TwinAt&, int b, const exact::f32x16x2& v)
+                                     __attribute__((always_inline)) {
+                                       exact::storeAll16(held[k] + 16 * b, v.a);
+                                       exact::storeAll16(held[k] + 16 * b + 16, v.b);
+                                     });
+      for (std::int64_t k = 0; k < count; ++k) {
+        T* o = out + (first + k) * a.pixels;
+#pragma GCC unroll 8
+        for (int b = 0; b < kPixelBlockSteps; ++b) {
+          const exact::f32x16 v = exact::loadAll16(held[k] + 16 * b);
+          if constexpr (decltype(small)::value) exact::storeHigh16(o + 16 * b, exact::bf16RoundedBitsOfNumbers(v));
+          else exact::storeBF16x16(o + 16 * b, v);
+        }
+      }
+    }
+  };
   small = a.act && pixelValuesSmall(ss, r, a.c);
+  if constexpr (kHeld && sizeof(T) == 2) {
+    if (small) heldChannels(std::true_type{});
+    else heldChannels(std::false_type{});
+    return;
+  }
 #endif
   if (small) channels(std::true_type{});
   else channels(std::false_type{});
-  late.flush();
 }
 
 /// One whole block: both passes. While the second pass computes, it asks for the next run's pixels
@@ -455,7 +494,7 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
 /// (the next one of its run, or the first of its next run), so that the next block's reads from
 /// memory run beside SiLU's arithmetic; a block whose sums no earlier block ran takes its own first.
 /// The rest of a run past its whole blocks is pixelNormSteps'. Each pixel's chain is its own, so
-/// which block runs beside which changes no bit. kLate: BF16 pairs stored a pair late
+/// which block runs beside which changes no bit. kHeld: BF16 values held a few channels
 /// (pixelBlockValues), for SiLU.
 ///
 /// Each channel's step asks (detail::LinePrefetch) for the next block's channel ch + kSumsAhead
@@ -466,7 +505,7 @@ void pixelNormRun(const PixelNorm::Args& a, const T* x, T* out, std::int64_t p0,
 /// F32 in place, 2 threads, best of 12: 17.4 ms without; the next block's channels 2, 4, 8 and 12
 /// ahead: 14.2, 12.2, 11.1 and 11.8 ms; with 8 there, this block's 1, 2 and 3 ahead: 10.3 - 10.5,
 /// 9.8 and 9.8 - 10.1 ms, against 11.0 - 11.2 without.
-template <bool kLate, class T>
+template <bool kHeld, class T>
 void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, const PixelRuns& runs, std::int64_t first,
                               std::int64_t last, bool stream) {
   constexpr std::int64_t block = 16 * kPixelBlockSteps;
@@ -500,7 +539,7 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
       f32x16 nextSs[kPixelBlockSteps];
 #pragma GCC unroll 8
       for (int b = 0; b < kPixelBlockSteps; ++b) nextSs[b] = f32x16{};
-      pixelBlockValues<kLate>(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
+      pixelBlockValues<kHeld>(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
         if (ch + kValuesAhead < a.c) prefetchBlockChannel(x + at + (ch + kValuesAhead) * a.pixels);
         if (readsOut && ch + kSumsAhead < a.c) prefetchBlockChannelForWrite(out + at + (ch + kSumsAhead) * a.pixels);
         if (!next) return;
@@ -551,7 +590,7 @@ void PixelNorm::host(const Args& a) {
 #pragma omp parallel
     {
       const auto [first, last] = threadShare(runs.count());  // this thread's runs
-      if (a.bf16 && a.act)  // BF16 pairs stored late (pixelBlockValues) with SiLU only
+      if (a.bf16 && a.act)  // BF16 values held a few channels (pixelBlockValues) with SiLU only
         pixelNormThreadPipelined<true>(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out),
                                        runs, first, last, stream);
       else if (a.bf16)
