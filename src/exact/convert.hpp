@@ -46,6 +46,11 @@ template <class F>
 GIZML_HD F roundToBF16Steps(F x) {
   return fromBits(bf16RoundedBits(x) & 0xffff0000u);  // one mask for either
 }
+/// roundToBF16Steps for lanes that hold no NaN (bf16RoundedBitsOfNumbers').
+template <class F>
+GIZML_HD F roundToBF16OfNumbers(F x) {
+  return fromBits(bf16RoundedBitsOfNumbers(x) & 0xffff0000u);
+}
 template <class F>
 GIZML_HD F roundToBF16Lanes(F x) {
   return roundToBF16Steps(x);
@@ -62,6 +67,10 @@ GIZML_HD __m256i bf16Bits16(f32x16 x) {
 template <>
 GIZML_HD f32x16 roundToBF16Lanes<f32x16>(f32x16 x) {
   return fromBits((u32x16)_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16Bits16(x)), 16));
+}
+template <>
+GIZML_HD f32x16 roundToBF16OfNumbers<f32x16>(f32x16 x) {
+  return roundToBF16Lanes(x);  // no test of NaN to save there
 }
 #endif
 

@@ -34,11 +34,16 @@ GIZML_HD long long mapIndex(float v) {
 /// skips the subtraction: x - (+0) is x for every x (-0 included; a NaN stays a NaN, quieted by the
 /// product after it), so the bits are the same, and a row's values take one vector step fewer
 /// (modulatedInt8Rows on a Zen 2's AVX2, [8192, 3072], 2 threads: 14.5 -> 14.0 ms). A mean of -0
-/// subtracts (x - (-0) is +0 for x = -0).
+/// subtracts (x - (-0) is +0 for x = -0). modulatedValueOfFactor takes `1 + scale` made already
+/// (the host's modulatedInt8Rows makes it once for all rows of a modulation).
+template <class F>
+GIZML_HD F modulatedValueOfFactor(F x, float mean, float rstd, F w, F factor, F shift) {
+  const F centered = exact::toBits(mean) == 0u ? x : x - mean;
+  return exact::fmaLane((centered * rstd) * w, factor, shift);
+}
 template <class F>
 GIZML_HD F modulatedValue(F x, float mean, float rstd, F w, F scale, F shift) {
-  const F centered = exact::toBits(mean) == 0u ? x : x - mean;
-  return exact::fmaLane((centered * rstd) * w, 1.0f + scale, shift);
+  return modulatedValueOfFactor(x, mean, rstd, w, 1.0f + scale, shift);
 }
 
 /// gatedNormAddInto's element: fma((y * r) * w, gate, x).
