@@ -512,13 +512,14 @@ TEST(ModulatedInt8Rows, EqualsModulatedNormThenInt8Rows) {
 }
 
 TEST(ModulatedInt8Rows, RowsOfFewModulationsEqualModulatedNormThenInt8Rows) {
-  // Where the modulations serve 16 rows or more each, the host makes each one's 1 + scale once, and
-  // rounds a row it has proven free of NaN without the NaN's test (quant/host.cpp,
-  // ModulatedInt8RowsHost::numbers). Rows it takes so, and rows it must not (a NaN x, a zero row
-  // with eps 0: rstd inf; a modulation with a NaN shift; a NaN w, and |w| >= 2^60 with 1 + scale = 0:
-  // inf * 0), equal the two ops apart. The NaNs carry the payload 0x7fff8001, which rounded without the test
-  // would carry into the sign (-0) where it must stay a NaN; 1 + scale = 3e38 makes infinities.
-  const std::int64_t rows = 40, n = 512;
+  // Where the modulations serve 16 rows or more each, in calls of 512 rows or more, the host makes
+  // each one's 1 + scale once, and rounds a row it has proven free of NaN without the NaN's test
+  // (quant/host.cpp, ModulatedInt8RowsHost::numbers). Rows it takes so, and rows it must not (a NaN
+  // x, a zero row with eps 0: rstd inf; a modulation with a NaN shift; a NaN w, and |w| >= 2^60 with
+  // 1 + scale = 0: inf * 0), equal the two ops apart. The NaNs carry the payload 0x7fff8001, which
+  // rounded without the test would carry into the sign (-0) where it must stay a NaN; 1 + scale =
+  // 3e38 makes infinities.
+  const std::int64_t rows = 512, n = 256;
   std::uint32_t payload = 0x7fff8001u;
   float nan;
   std::memcpy(&nan, &payload, sizeof nan);
