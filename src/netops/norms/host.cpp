@@ -347,8 +347,9 @@ inline bool pixelValuesSmall(const exact::f32x16 (&ss)[kPixelBlockSteps],
 #endif
 
 /// How many channels of a block's BF16 values with SiLU pixelBlockValues holds as F32 before it
-/// rounds and stores them (without AVX-512): 4 lost to 8, 16 and 32 gained nothing more.
-constexpr std::int64_t kHeldChannels = 8;
+/// rounds and stores them (without AVX-512): [8, 384, 8192] on a Zen 2, 2 threads, 4, 8 and 16
+/// channels took 8.51 - 8.54, 8.45 and 8.31 ms.
+constexpr std::int64_t kHeldChannels = 16;
 
 /// A whole block's second pass, from its sums ss: each channel's values into out, then beside(ch),
 /// the thread's other work for that channel (the next run's prefetch, or the next block's first
@@ -358,12 +359,14 @@ constexpr std::int64_t kHeldChannels = 8;
 /// of kHeldChannels channels go to an F32 buffer in L1 (`held`), and are rounded and stored after
 /// them in a loop of their own. Rounded as they came (each pair during the next pair's SiLU, as
 /// HostRow::LateBF16 does), their ~10 integer instructions a vector sat among SiLU's long chains,
-/// where they cost far more than alone: on a Zen 2, 1 thread, [1, 384, 256] in L2, 1.16 ns a value
-/// against 0.50 with F32 out (the rounding alone, in a loop: 0.11). Held: 0.92 - 0.99; and where a
-/// block's values are all numbers (pixelValuesSmall: every |y| < 86, so every SiLU is finite),
-/// rounded without the NaN's test and select (bf16RoundedBitsOfNumbers: the same bits), 0.86.
-/// [8, 384, 8192] in place, 2 threads, best of 7, three rounds of pairs: 9.39 - 9.42 -> 8.44 - 8.51
-/// ms. Without SiLU the rounding has no chains to wait among: stored as it comes.
+/// where they cost far more than alone: on a Zen 2, 1 thread, [1, 384, 256] in L2 out of place, 0.69
+/// ns a value against 0.54 with F32 frames (the rounding alone, in a loop: 0.11). Held, and where a
+/// block's values are all numbers (pixelValuesSmall: every |y| < 86, so every SiLU is finite)
+/// rounded without the NaN's test and select (bf16RoundedBitsOfNumbers: the same bits): 0.62.
+/// [8, 384, 8192] in place, 2 threads, best of 7, three rounds of pairs: 9.40 - 9.42 -> 8.32 - 8.33
+/// ms. Without SiLU the rounding has no chains to wait among: stored as it comes. (Frames that
+/// pixelNorm + SiLU has run on in place a thousand times are mostly subnormals, which take BF16
+/// frames 0.89 ns a value: time fresh frames.)
 template <bool kHeld, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
