@@ -515,7 +515,7 @@ TEST(ModulatedInt8Rows, RowsOfFewModulationsEqualModulatedNormThenInt8Rows) {
   // Where the modulations serve 16 rows or more each, in calls of 512 rows or more, the host makes
   // each one's 1 + scale once, and rounds a row it has proven free of NaN without the NaN's test
   // (quant/host.cpp, ModulatedInt8RowsHost::numbers). Rows it takes so, and rows it must not (a NaN
-  // x, a zero row with eps 0: rstd inf; a modulation with a NaN shift; a NaN w, and |w| >= 2^60 with
+  // x, a zero row with eps 0: rstd inf; a modulation with a NaN shift; a NaN w, and w = 3e38 with
   // 1 + scale = 0: inf * 0), equal the two ops apart. The NaNs carry the payload 0x7fff8001, which
   // rounded without the test would carry into the sign (-0) where it must stay a NaN; 1 + scale =
   // 3e38 makes infinities.
@@ -531,15 +531,17 @@ TEST(ModulatedInt8Rows, RowsOfFewModulationsEqualModulatedNormThenInt8Rows) {
     std::fill(x + 6 * n, x + 7 * n, 0.0f);        // row 6: zeros
     shift[n + 20] = nan;                          // modulation 1 (the odd rows)
     scale[5] = 3e38f;                             // modulation 0: y past FLT_MAX at element 5
-    if (badW) w[3] = 1e30f, scale[3] = -1.0f, w[7] = nan;  // 1e30 x ... overflows, times 0
+    if (badW) w[3] = 3e38f, scale[3] = -1.0f, w[7] = nan;  // (d rstd) w = ±inf where |d rstd| > 1.2, times 0
     for (double eps : {1e-6, 0.0})
       for (int bits : {8, 4})
         for (bool centered : {false, true}) {
           SCOPED_TRACE(std::string(badW ? "bad w, " : "") + "eps " + std::to_string(eps) + ", bits " +
                        std::to_string(bits) + (centered ? " centered" : " rms"));
-          Tensor y = Tensor::zeros({rows, n}, DType::BF16), q = Tensor::zeros({rows, n}), s = Tensor::zeros({rows, 1});
+          Tensor y = Tensor::zeros({rows, n}, DType::BF16), q = Tensor::zeros({rows, n});
+          Tensor s = Tensor::zeros({rows, 1});
           netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], in[4], eps, y, q, s, centered, bits);
-          Tensor y2 = Tensor::zeros({rows, n}, DType::BF16), q2 = Tensor::zeros({rows, n}), s2 = Tensor::zeros({rows, 1});
+          Tensor y2 = Tensor::zeros({rows, n}, DType::BF16), q2 = Tensor::zeros({rows, n});
+          Tensor s2 = Tensor::zeros({rows, 1});
           netops::modulatedNormInto(in[0], in[1], in[2], in[3], in[4], eps, centered, y2);
           netops::int8RowsInto(y2, q2, s2, bits);
           EXPECT_TRUE(sameBits(y.toFloats(), y2.toFloats())) << "y";

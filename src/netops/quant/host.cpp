@@ -383,10 +383,10 @@ inline bool allNumbersBelow(const float* p, std::int64_t n, float bound) {
 /// statistics are modulatedStats', whoever calls them.
 ///
 /// Where the modulations serve many rows each (a batch item's shift and scale for all its tokens)
-/// of a large call, the call makes each one's 1 + scale once (Args::factor, for modulatedValueOfFactor), and a row
-/// proven to hold no NaN (numbers) is rounded to BF16 without the NaN's test and select
-/// (exact::roundToBF16OfNumbers): the same bits either way, and 4 of some 45 vector instructions a
-/// value's 8 lanes fewer. On a Zen 2 (AVX2), [8192, 3072], 2 threads, best of 7, three rounds of
+/// of a large call, the call makes each one's 1 + scale once (Args::factor, for
+/// modulatedValueOfFactor), and a row proven to hold no NaN (numbers) is rounded to BF16 without the
+/// NaN's test and select (exact::roundToBF16OfNumbers): the same bits either way, and 4 of some 45
+/// vector instructions a value's 8 lanes fewer. On a Zen 2 (AVX2), [8192, 3072], 2 threads, best of 7, three rounds of
 /// pairs: 10.5 - 10.9 -> 10.0 - 10.2 ms (the copy: 6.2 - 6.4 ms), 4 modulations taken in turn a row
 /// or 2 in halves alike; [512, 3072] and [2048, 3072] about 5 % faster too.
 struct ModulatedInt8RowsHost {
@@ -421,7 +421,8 @@ struct ModulatedInt8RowsHost {
   }
   /// Args with the modulations' factors made into `factor` and `finite` (resized here) where they
   /// serve enough rows.
-  static Args prepare(const ModulatedInt8Rows::Args& op, std::vector<float>& factor, std::vector<std::uint8_t>& finite) {
+  static Args prepare(const ModulatedInt8Rows::Args& op, std::vector<float>& factor,
+                      std::vector<std::uint8_t>& finite) {
     Args a;
     static_cast<ModulatedInt8Rows::Args&>(a) = op;
     const norms::ModulatedNorm::Args& m = op.norm;
@@ -455,8 +456,8 @@ struct ModulatedInt8RowsHost {
     if (numbers(a, mod, st)) return walkOf<true>(row, a, r, mod, st, held, pending, state);
     return walkOf<false>(row, a, r, mod, st, held, pending, state);
   }
-  /// Row r's walk (statistics st, modulation mod); kNumbers: its values are all numbers, and the
-  /// thread's factor is mod's.
+  /// Row r's walk (statistics st, modulation mod); kNumbers: its values are all numbers (and
+  /// a.factor holds mod's 1 + scale).
   template <bool kNumbers>
   static float walkOf(const exact::HostRow& row, const Args& a, std::int64_t r, std::int64_t mod,
                       const exact::MeanRstd& st, float* held, const Pending& pending, ThreadState& state) {
