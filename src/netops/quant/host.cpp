@@ -433,13 +433,9 @@ struct ModulatedInt8RowsHost {
     for (std::int64_t mod = 0; mod < op.mods; ++mod) {
       const float *scale = m.scale + mod * op.n, *shift = m.shift + mod * op.n;
       float* f = factor.data() + mod * op.n;
-      exact::i32x16 ok = exact::absLane(exact::loadAll16(shift)) < INFINITY;  // NaN: false
-      for (std::int64_t i = 0; i < op.n; i += 16) {
-        const f32x16 s = exact::loadAll16(scale + i);
-        exact::storeAll16(f + i, 1.0f + s);
-        ok = ok & (exact::absLane(s) < INFINITY) & (exact::absLane(exact::loadAll16(shift + i)) < INFINITY);
-      }
-      finite[static_cast<std::size_t>(mod)] = exact::allLanes(ok);
+      for (std::int64_t i = 0; i < op.n; i += 16) exact::storeAll16(f + i, 1.0f + exact::loadAll16(scale + i));
+      finite[static_cast<std::size_t>(mod)] =
+          allNumbersBelow(scale, op.n, INFINITY) && allNumbersBelow(shift, op.n, INFINITY);
     }
     a.factor = factor.data();
     a.finite = finite.data();
