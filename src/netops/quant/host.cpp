@@ -386,9 +386,9 @@ inline bool allNumbersBelow(const float* p, std::int64_t n, float bound) {
 /// of a large call, the call makes each one's 1 + scale once (Args::factor, for
 /// modulatedValueOfFactor), and a row proven to hold no NaN (numbers) is rounded to BF16 without the
 /// NaN's test and select (exact::roundToBF16OfNumbers): the same bits either way, and 4 of some 45
-/// vector instructions a value's 8 lanes fewer. On a Zen 2 (AVX2), [8192, 3072], 2 threads, best of 7, three rounds of
-/// pairs: 10.5 - 10.9 -> 10.0 - 10.2 ms (the copy: 6.2 - 6.4 ms), 4 modulations taken in turn a row
-/// or 2 in halves alike; [512, 3072] and [2048, 3072] about 5 % faster too.
+/// vector instructions a value's 8 lanes fewer. On a Zen 2 (AVX2), [8192, 3072], 2 threads, best of
+/// 7, three rounds of pairs: 10.5 - 10.9 -> 10.0 - 10.2 ms (the copy: 6.2 - 6.4 ms), 4 modulations
+/// taken in turn a row or 2 in halves alike; [512, 3072] and [2048, 3072] about 5 % faster too.
 struct ModulatedInt8RowsHost {
   /// The op's arguments and what the call makes of the modulations: factor[mod n + i] = 1 +
   /// scale[mod][i] (one F32 add, as modulatedValue's) and finite[mod], whether mod's scale and shift
