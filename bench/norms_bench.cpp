@@ -107,6 +107,29 @@ void BM_ModulatedInt8Rows(benchmark::State& state) {
   state.SetItemsProcessed(rows * kWidth * state.iterations());
 }
 
+/// A decode step's few rows of kWidth (arguments: the op, the rows), in microseconds a call: what a
+/// call costs beside its arithmetic (its checks, and its threads' start where it takes more than
+/// one: exact::kWorkAThread). Ops: 0 modulatedNorm (RMS), 1 int8Rows, 2 modulatedInt8Rows, 3
+/// hadamardRows. (Named apart from the ops' own benchmarks, which tools/gpu-rows-sweep.sh averages
+/// by op.)
+void BM_FewRows(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  const std::int64_t op = state.range(0), rows = state.range(1);
+  const Tensor x = Tensor::normal(Key{1, 1}, {rows, kWidth}, d);
+  const Modulation m(d);
+  const Tensor map = m.map.rows(0, rows);
+  Tensor y = Tensor::empty({rows, kWidth}, d.isHost() ? DType::F32 : DType::BF16, d);
+  Tensor q = Tensor::empty({rows, kWidth}, d.isHost() ? DType::F32 : DType::I8, d);
+  Tensor s = Tensor::empty({rows, 1}, DType::F32, d);
+  Tensor rotated = Tensor::empty({rows, kWidth}, DType::F32, d);
+  timed(state, d, x.bytes() + y.bytes(), [&] {
+    if (op == 0) netops::modulatedNormInto(x, m.w, m.shift, m.scale, map, 1e-6, false, y);
+    else if (op == 1) netops::int8RowsInto(x, q, s, 8);
+    else if (op == 2) netops::modulatedInt8RowsInto(x, m.w, m.shift, m.scale, map, 1e-6, Tensor(), q, s, false);
+    else netops::hadamardRowsInto(x, rotated);
+  });
+}
+
 // Argument 1: SiLU after the norm (its exp is most of the arithmetic), 0: the norm alone.
 void BM_PixelNorm(benchmark::State& state) {  // 8 frames of 384 channels x 8192 pixels, in place
   const gizml::Device d = gizml::bench::benchDevice();
@@ -178,6 +201,7 @@ void BM_RowNormRope(benchmark::State& state) {  // BF16 rows of 3072, heads of 1
 
 GIZML_BENCHMARK(gizml::bench::BM_Copy)->Name("BM_Copy")->Args({kRows, kWidth})->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_ModulatedNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_FewRows)->ArgsProduct({{0, 1, 2, 3}, {1, 4}})->Unit(benchmark::kMicrosecond)->UseRealTime();
 GIZML_BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_ModulatedInt8Rows)->Arg(kRows)->Arg(32)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();

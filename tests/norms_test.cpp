@@ -765,8 +765,7 @@ TEST(GroupNorm, StreamedBF16EqualsGroupsInChunks) {
 /// rowNormRope on rows of several heads.
 TEST(DiffusionNorms, ThreadCountsChangeNoBit) {
   struct Threads {
-    int before = gizml::threads();
-    ~Threads() { gizml::setThreads(before); }
+    ~Threads() { restoreThreadsForTest(); }
   } restore;
   struct Run {
     std::string name;
@@ -817,10 +816,10 @@ TEST(DiffusionNorms, ThreadCountsChangeNoBit) {
                   }});
   for (const Run& run : runs) {
     SCOPED_TRACE(run.name);
-    gizml::setThreads(1);
+    setThreadsForTest(1);
     const std::vector<float> one = run.values();
     for (int n : {2, 3, 5}) {
-      gizml::setThreads(n);
+      setThreadsForTest(n);
       EXPECT_TRUE(sameBits(run.values(), one)) << n << " threads";
     }
   }

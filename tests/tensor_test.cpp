@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "exact/row16.hpp"
 #include "support/preamble.hpp"
 
 namespace {
@@ -220,6 +221,50 @@ TEST(Tensor, ErrorsNameFunctionAndArgument) {
   EXPECT_THROW(Tensor::empty({1ll << 40, 1ll << 40}), gizml::Error) << "an element count that overflows";
   EXPECT_THROW(Tensor().to(DType::BF16), gizml::Error);
   EXPECT_THROW(gizml::setThreads(0), gizml::Error);
+}
+
+/// A host loop takes a thread for each kWorkAThread of its work, at most one a row and at most
+/// gizml::threads(): a decode step's one row runs on the calling thread, whatever the count; a
+/// kernel that gives no cost a value takes every thread its rows can use.
+TEST(Threads, HostLoopsTakeThreadsForTheirWork) {
+  namespace exact = gizml::exact;
+  struct Restore {
+    int before = gizml::threads();
+    ~Restore() {
+      gizml::setThreads(before);
+      exact::setHostWorkAThread(exact::kWorkAThread);
+    }
+  } restore;
+  constexpr std::int64_t kW = exact::kWorkAThread;
+  gizml::setThreads(8);
+  EXPECT_EQ(exact::hostThreadsFor(1, INT64_MAX), 1) << "one row";
+  EXPECT_EQ(exact::hostThreadsFor(0, 0), 1) << "no rows";
+  EXPECT_EQ(exact::hostThreadsFor(100, kW), 1);
+  EXPECT_EQ(exact::hostThreadsFor(100, kW + 1), 2);
+  EXPECT_EQ(exact::hostThreadsFor(100, 3 * kW), 3);
+  EXPECT_EQ(exact::hostThreadsFor(100, 100 * kW), 8) << "gizml::threads()";
+  EXPECT_EQ(exact::hostThreadsFor(5, 100 * kW), 5) << "one a row";
+  EXPECT_EQ(exact::hostThreadsFor(100, INT64_MAX), 8);
+  gizml::setThreads(2);
+  EXPECT_EQ(exact::hostThreadsFor(100, 100 * kW), 2);
+  exact::setHostWorkAThread(1);  // as the tests' setThreadsForTest: every thread the rows allow
+  EXPECT_EQ(exact::hostThreadsFor(3, 3), 2);
+  EXPECT_EQ(exact::hostThreadsFor(1, 3), 1);
+  exact::setHostWorkAThread(0);  // taken as 1
+  EXPECT_EQ(exact::hostThreadsFor(3, 2), 2);
+
+  struct RowsOf {
+    std::int64_t rows, n;
+  };
+  struct Costed {
+    using Args = RowsOf;
+    static std::int64_t costAValue(const Args&) { return 3; }
+  };
+  struct Uncosted {
+    using Args = RowsOf;
+  };
+  EXPECT_EQ(exact::hostWork<Costed>(RowsOf{4, 256}), 3 * 4 * 256);
+  EXPECT_EQ(exact::hostWork<Uncosted>(RowsOf{4, 256}), INT64_MAX);
 }
 
 TEST(Tensor, FromExternalSharesMemoryAndReleasesItsOwnerWithTheLastView) {

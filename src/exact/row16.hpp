@@ -377,16 +377,56 @@ inline bool streamable(const float* y, const std::uint16_t* yBF16, std::int64_t 
   return y ? streamable(y, count, rowLength) : yBF16 && streamable(yBF16, count, rowLength);
 }
 
+/// The work a host loop gives each of its threads at least, in a row norm's values (a value of
+/// modulatedNorm, rmsNorm: a load, an fma and a few steps of arithmetic; an op whose values cost k
+/// times that counts k for each). A parallel region with a second thread costs 1.2 - 2 us more than
+/// none (2 threads, a Zen 2, OpenMP's default wait policy: each thread ~1 us of arithmetic took 3.0
+/// us in one region against 1.8 us alone), so a second thread pays only past ~3 us of work. On
+/// that Zen 2, one thread against two: modulatedNorm of [2, 3072] 1.95 against 4.19 us, [4, 3072]
+/// 4.37 against 5.23, [8, 3072] 7.79 against 6.98; int8Rows (k = 3) of [16, 256] 2.82 against 4.27
+/// us, [32, 256] 4.85 against 4.65; hadamardRows (k = 2) of [4, 3072] 5.35 against 4.54.
+constexpr std::int64_t kWorkAThread = 16384;
+
+/// Threads for a host loop over `items` pieces of work (rows: a piece never splits) of `work` in
+/// all (kWorkAThread's units): OpenMP's thread count (gizml::setThreads), but at most one a piece
+/// and one for each kWorkAThread (setHostWorkAThread), and at least 1. (core/threads.cpp)
+int hostThreadsFor(std::int64_t items, std::int64_t work);
+/// Tests: hostThreadsFor's work a thread from now on (>= 1; 1: every thread the items allow, so
+/// that a test's small shapes split across threads too), kWorkAThread by default. No bit depends
+/// on it, only which threads run which rows.
+void setHostWorkAThread(std::int64_t work);
+
+/// A row op's work on the host in kWorkAThread's units: rows n Kernel::costAValue(a) where the
+/// kernel says what its value costs; a kernel that does not says nothing of its cost, and its loop
+/// takes every thread its rows can use.
+template <class Kernel>
+std::int64_t hostWork(const typename Kernel::Args& a) {
+  if constexpr (requires { Kernel::costAValue(a); }) return a.rows * a.n * Kernel::costAValue(a);
+  else return INT64_MAX;
+}
+
+/// body() as one OpenMP parallel region of `threads` threads, whose worksharing loops (`omp for`
+/// inside body) split among them; with 1 thread body() is called directly (a region even of one
+/// thread costs ~0.3 us to open), where those loops run whole on the calling thread.
+template <class Body>
+void hostParallel(int threads, Body&& body) {
+  if (threads <= 1) {
+    body();
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  body();
+}
+
 /// The host's loop over rows: OpenMP splits the rows, never a row, so the thread count changes no
 /// bit. Kernel::Args holds `rows` and `n`; Kernel::row(HostRow, args, r) computes row r.
 template <class Kernel>
 void hostRows(const typename Kernel::Args& a, bool streamStores = false) {
-#pragma omp parallel
-  {
+  hostParallel(hostThreadsFor(a.rows, hostWork<Kernel>(a)), [&] {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < a.rows; ++r) Kernel::row(HostRow{a.n, streamStores}, a, r);
     if (streamStores) streamFence();  // this thread's streaming stores, visible before the join
-  }
+  });
 }
 
 /// The host's loop for a row op made of statistics (sums: chains of dependent adds or fmas, each
@@ -419,8 +459,7 @@ void hostRowsBeside(const typename Kernel::Args& a, bool streamStores, Ahead ahe
       }
     }
   };
-#pragma omp parallel
-  {
+  hostParallel(hostThreadsFor(a.rows, hostWork<Kernel>(a)), [&] {
     const HostRow row{a.n, streamStores};
     Pending pending{a, a.n, a.n, streamStores, S{}};
     const int every = 2 * Kernel::sumPasses(a);
@@ -441,7 +480,7 @@ void hostRowsBeside(const typename Kernel::Args& a, bool streamStores, Ahead ahe
     }
     while (!pending.finished()) pending.step();
     if (streamStores) streamFence();  // this thread's streaming stores, visible before the join
-  }
+  });
 }
 
 #undef GIZML_ROW

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "exact/row16.hpp"
 #include "gizml/threads.hpp"
 #include "support/bits.hpp"
 
@@ -40,9 +41,11 @@ double ulpError(float got, double want) {
 void setThreadsForTest(int n) {
   if (savedThreads == 0) savedThreads = threads();
   setThreads(n);
+  exact::setHostWorkAThread(1);  // the tests' small shapes on every thread they can use
 }
 void restoreThreadsForTest() {
   if (savedThreads > 0) setThreads(savedThreads);
+  exact::setHostWorkAThread(exact::kWorkAThread);
 }
 
 }  // namespace gizml::test

@@ -22,7 +22,10 @@ namespace gizml::test {
 /// (the spacing of floats at `want`, at least 2^-149).
 double ulpError(float got, double want);
 
+/// n host threads, each host loop on as many of them as its rows allow, however small its shape
+/// (exact::setHostWorkAThread(1)), so that a test's small shapes split across threads too.
 void setThreadsForTest(int n);
+/// The thread count before the first setThreadsForTest, and the default work a thread.
 void restoreThreadsForTest();
 
 /// Runs `body` once with 1 host thread and once with 2, restoring the thread count after.

@@ -27,7 +27,9 @@ using gizml::test::kInf;
 using gizml::test::kNaN;
 using gizml::test::randomFloats;
 using gizml::test::randomLabels;
+using gizml::test::restoreThreadsForTest;
 using gizml::test::sameBits;
+using gizml::test::setThreadsForTest;
 using gizml::test::withSpecials;
 namespace gizml::reference {}
 namespace netops = gizml::netops;

@@ -116,8 +116,7 @@ void RowNormRope::host(const Args& a) {
   const std::int64_t half = a.head / 2, pairs = a.n / 2;
   if (half % 16 != 0) return exact::hostRows<RowNormRope>(a);
   const detail::LinePrefetch prefetch;
-#pragma omp parallel
-  {
+  exact::hostParallel(exact::hostThreadsFor(a.rows, exact::hostWork<RowNormRope>(a)), [&] {
     RopeWalker pending;  // finished: no row yet
 #pragma omp for schedule(static) nowait
     for (std::int64_t r = 0; r < a.rows; ++r) {
@@ -138,7 +137,7 @@ void RowNormRope::host(const Args& a) {
       pending = RopeWalker{v, a.w, cos, sin, scale, a.head, half, a.n};
     }
     while (!pending.finished()) pending.step();
-  }
+  });
 }
 
 void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
@@ -228,8 +227,7 @@ void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& c
   constexpr std::int64_t kPiece = 128;  // values of a group between 8 steps of the next group's sums
   const bool stream = exact::streamable(channels.y, channels.yBF16, channels.rows * channels.n, channels.n);
   const std::int64_t n = channels.n;
-#pragma omp parallel
-  {
+  exact::hostParallel(exact::hostThreadsFor(groups, exact::hostWork<GroupNorm>(channels)), [&] {
     const auto [first, last] = threadShare(groups);  // this thread's groups
     GroupSliceSums(slices, first < last ? first : -1).finish();
     for (std::int64_t g = first; g < last; ++g) {
@@ -243,7 +241,7 @@ void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& c
       next.finish();
     }
     if (stream) exact::streamFence();  // this thread's streaming stores, visible before the join
-  }
+  });
 }
 static_assert(kGroupSlices == GROUP_SLICES, "the public constant is the kernel's");
 
@@ -589,9 +587,9 @@ void PixelNorm::host(const Args& a) {
 #else
   constexpr bool kPipelineWithoutSiLU = true;
 #endif
+  const int threads = exact::hostThreadsFor(runs.count(), (a.act ? 3 : 1) * values);  // work as GroupNorm's
   if (a.act || kPipelineWithoutSiLU) {
-#pragma omp parallel
-    {
+    exact::hostParallel(threads, [&] {
       const auto [first, last] = threadShare(runs.count());  // this thread's runs
       if (a.bf16 && a.act)  // BF16 values held a few channels (pixelBlockValues) with SiLU only
         pixelNormThreadPipelined<true>(a, static_cast<const std::uint16_t*>(a.x), static_cast<std::uint16_t*>(a.out),
@@ -603,11 +601,10 @@ void PixelNorm::host(const Args& a) {
         pixelNormThreadPipelined<false>(a, static_cast<const float*>(a.x), static_cast<float*>(a.out), runs, first,
                                         last, stream);
       if (stream) exact::streamFence();  // this thread's streaming stores, visible before the join
-    }
+    });
     return;
   }
-#pragma omp parallel
-  {
+  exact::hostParallel(threads, [&] {
 #pragma omp for schedule(static) nowait
     for (std::int64_t t = 0; t < runs.count(); ++t) {
       const std::int64_t p0 = runs.firstPixel(t), count = runs.pixelsOf(t), base = runs.at(t) - p0;
@@ -624,7 +621,7 @@ void PixelNorm::host(const Args& a) {
       }
     }
     if (stream) exact::streamFence();  // this thread's streaming stores, visible before the join
-  }
+  });
 }
 
 }  // namespace norms

@@ -221,6 +221,8 @@ struct ModulatedNorm {
     const RowAt v = stats(row, a, r);
     row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
+  /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
+  static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
@@ -271,6 +273,8 @@ struct GatedNormAdd {
     const RowAt v = stats(row, a, r);
     row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
+  /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
+  static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
@@ -352,6 +356,8 @@ struct RowNormRope {
     normRotateStepFrom(at, s.staged + off, s.v + off, half, s.scale, a.w + off, s.cos, s.sin);
   }
 #endif
+  /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
+  static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
@@ -404,6 +410,8 @@ struct GroupNormSlices {
     row.ofLength(length).reduce(sums, SliceStep{x});
     if (row.leader()) store(a, s, sums);
   }
+  /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
+  static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
@@ -460,6 +468,9 @@ struct GroupNorm {
       else at.stream(a.y + at0, y);
     });
   }
+  /// Its host loop's work a value (exact::hostWork): a row norm's, three with SiLU (its exp and
+  /// division take about twice the norm's arithmetic).
+  static std::int64_t costAValue(const Args& a) { return a.act ? 3 : 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };

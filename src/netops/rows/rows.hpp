@@ -91,6 +91,8 @@ struct LayerNorm {
     const RowAt v = statsOf(row, a, r, stagedRow(a, r));
     row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
+  /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
+  static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
@@ -163,6 +165,8 @@ struct RmsNorm {
     const RowAt v = statsOf(row, a, r, stagedRow(a, r));
     row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
   }
+  /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
+  static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
