@@ -3,6 +3,8 @@
 // PyTorch's values (tests/data/make_torch_norms_values.py: pixel norm with eps 1e-8, group_norm
 // with SiLU, AdaLN over rms_norm and layer_norm), bad input (outputs untouched) and bad row maps on
 // a GPU.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -823,6 +825,60 @@ TEST(DiffusionNorms, ThreadCountsChangeNoBit) {
       EXPECT_TRUE(sameBits(run.values(), one)) << n << " threads";
     }
   }
+}
+
+/// gizml called from the caller's own threads (an active OpenMP region of 4, each thread its own
+/// item): every op gives the bits it gives alone. A loop of one thread (a decode step's row) runs
+/// without a region of its own only outside the caller's: inside it, its `omp for` would bind to
+/// the caller's team and each thread would take a share of its own call's rows. Shapes of one
+/// thread's work and of more (which a region of its own then runs on one thread).
+TEST(DiffusionNorms, CalledFromTheCallersThreadsChangeNoBit) {
+  constexpr int kItems = 4;
+  const auto ops = [](int item) {
+    const std::uint32_t k = static_cast<std::uint32_t>(item);
+    std::vector<std::vector<float>> out;
+    const std::int64_t width = 512, mods = 2;
+    const Tensor w = host(randomFloats(Key{200, k}, width), {width});
+    const Tensor shift = host(randomFloats(Key{201, k}, mods * width), {mods, width});
+    const Tensor scale = host(randomFloats(Key{202, k}, mods * width), {mods, width});
+    for (std::int64_t rows : {1, 40}) {
+      const Tensor x = host(randomFloats(Key{203, k}, rows * width, 2.0f), {rows, width});
+      std::vector<float> m(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) m[static_cast<std::size_t>(r)] = static_cast<float>(r % mods);
+      const Tensor map = host(m, {rows});
+      out.push_back(netops::modulatedNorm(x, w, shift, scale, map, 1e-6, true).toFloats());
+      const auto codes = netops::modulatedInt8Rows(x, w, shift, scale, map, 1e-6);
+      out.push_back(codes.q.toFloats());
+      out.push_back(codes.s.toFloats());
+      out.push_back(netops::int8Rows(x).q.toFloats());
+      out.push_back(netops::hadamardRows(x).toFloats());
+    }
+    for (std::int64_t pixels : {16, 3000}) {
+      const Tensor x = host(randomFloats(Key{204, k}, 2 * 8 * pixels, 2.0f), {2, 8, pixels});
+      out.push_back(netops::pixelNorm(x, 1e-8, true).toFloats());
+    }
+    for (std::int64_t spatial : {3, 2000}) {
+      const Tensor x = host(randomFloats(Key{205, k}, 64 * spatial, 2.0f), {64, spatial});
+      const Tensor gw = host(randomFloats(Key{206, k}, 64), {64}), gb = host(randomFloats(Key{207, k}, 64), {64});
+      out.push_back(netops::groupNorm(x, 32, gw, gb, 1e-5, true, DType::F32).toFloats());
+    }
+    return out;
+  };
+  std::vector<std::vector<std::vector<float>>> alone, inside(kItems);
+  for (int item = 0; item < kItems; ++item) alone.push_back(ops(item));
+  int team = 0;
+#pragma omp parallel num_threads(kItems)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    const int item = omp_get_thread_num();
+    inside[static_cast<std::size_t>(item)] = ops(item);
+  }
+  ASSERT_EQ(team, kItems) << "the caller's region has its 4 threads";
+  for (int item = 0; item < kItems; ++item)
+    for (std::size_t op = 0; op < alone[0].size(); ++op)
+      EXPECT_TRUE(sameBits(inside[static_cast<std::size_t>(item)][op], alone[static_cast<std::size_t>(item)][op]))
+          << "item " << item << ", result " << op;
 }
 
 TEST(GroupNorm, IntoBadInput) {

@@ -27,6 +27,7 @@ int hostThreadsFor(std::int64_t items, std::int64_t work) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min({std::int64_t{omp_get_max_threads()}, items, byWork})));
 }
 void setHostWorkAThread(std::int64_t work) { workAThread = std::max<std::int64_t>(1, work); }
+bool hostInParallel() { return omp_in_parallel() != 0; }
 }  // namespace exact
 
 }  // namespace gizml

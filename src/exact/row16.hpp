@@ -405,12 +405,19 @@ std::int64_t hostWork(const typename Kernel::Args& a) {
   else return INT64_MAX;
 }
 
+/// Whether the calling thread is in an active parallel region (a caller's own, gizml called from
+/// its threads). (core/threads.cpp)
+bool hostInParallel();
+
 /// body() as one OpenMP parallel region of `threads` threads, whose worksharing loops (`omp for`
 /// inside body) split among them; with 1 thread body() is called directly (a region even of one
-/// thread costs ~0.3 us to open), where those loops run whole on the calling thread.
+/// thread costs ~0.3 us to open), where those loops run whole on the calling thread. Not inside a
+/// caller's active region: there body's `omp for` would bind to the caller's team (each thread
+/// taking its share of its own call's rows), so body runs in a region of its own, as with more
+/// threads (one thread there unless the caller allowed nested parallelism).
 template <class Body>
 void hostParallel(int threads, Body&& body) {
-  if (threads <= 1) {
+  if (threads <= 1 && !hostInParallel()) {
     body();
     return;
   }
