@@ -587,7 +587,7 @@ void PixelNorm::host(const Args& a) {
 #else
   constexpr bool kPipelineWithoutSiLU = true;
 #endif
-  const int threads = exact::hostThreadsFor(runs.count(), (a.act ? 3 : 1) * values);  // work as GroupNorm's
+  const int threads = exact::hostThreadsFor(runs.count(), PixelNorm::costAValue(a) * values);
   if (a.act || kPipelineWithoutSiLU) {
     exact::hostParallel(threads, [&] {
       const auto [first, last] = threadShare(runs.count());  // this thread's runs

@@ -301,6 +301,8 @@ struct PixelNorm {
       pixelNormPixels(at, static_cast<const float*>(a.x) + base, static_cast<float*>(a.out) + base, a.c, a.pixels,
                       a.eps, a.act);
   }
+  /// Its host loop's work a value (exact::kWorkAThread's units), as GroupNorm's: 1, 3 with SiLU.
+  static std::int64_t costAValue(const Args& a) { return a.act ? 3 : 1; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };

@@ -190,8 +190,7 @@ GIZML_INLINE auto walkerBlocksOfBF16(const std::uint16_t* x) {
 template <class X>
 void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
   const bool stream = exact::aligned64(a.y);
-  // Work a value (exact::kWorkAThread): the transform's, about twice a row norm's.
-  exact::hostParallel(exact::hostThreadsFor(a.rows, 2 * a.rows * a.n), [&] {
+  exact::hostParallel(exact::hostThreadsFor(a.rows, exact::hostWork<HadamardRows>(a)), [&] {
 #if !defined(__AVX512BW__)
     alignas(64) float held[exact::kHadamardBlock];
     const exact::HostRow row{a.n, stream};

@@ -97,6 +97,8 @@ struct HadamardRows {
       exact::storeBlock(row, a.y + b, v);
     }
   }
+  /// Its host loop's work a value (exact::hostWork): the transform's, about twice a row norm's.
+  static std::int64_t costAValue(const Args&) { return 2; }
   static void host(const Args& a);
   static void cuda(const Gpu& g, const Args& a);
 };
