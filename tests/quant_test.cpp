@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/host_memory.hpp"
 #include "netops/quant/quant.hpp"
 #include "reference/quant_reference.hpp"
 #include "support/preamble.hpp"
@@ -548,6 +549,69 @@ TEST(ModulatedInt8Rows, RowsOfFewModulationsEqualModulatedNormThenInt8Rows) {
           EXPECT_TRUE(sameBits(q.toFloats(), q2.toFloats())) << "q";
           EXPECT_TRUE(sameBits(s.toFloats(), s2.toFloats())) << "s";
         }
+  }
+}
+
+/// Outputs of 32 MiB or more (a video model's [8192, 3072]) are streamed past the caches on the
+/// host (exact::streamable); smaller ones (a decode step's, read by the next op) are stored as any.
+/// Each row of a streamed call equals that row alone: int8Rows' codes and scales (8 and 4 bits),
+/// modulatedInt8Rows' and hadamardRows' values.
+TEST(QuantRows, StreamedOutputsEqualRowsAlone) {
+  const std::int64_t rows = 2752, n = 3072;  // 33.8 MB of F32 codes
+  const std::vector<Tensor> in = modulatedInputs(rows, n);
+  const std::vector<float> xs = in[0].toFloats(), maps = in[4].toFloats();
+  const auto rowOf = [&](const std::vector<float>& all, std::int64_t r) {
+    return std::vector<float>(all.begin() + r * n, all.begin() + (r + 1) * n);
+  };
+  const std::vector<netops::Int8RowsResult> whole = {
+      netops::int8Rows(in[0], 8), netops::int8Rows(in[0], 4),
+      netops::modulatedInt8Rows(in[0], in[1], in[2], in[3], in[4], 1e-6, false, 8)};
+  std::vector<std::vector<float>> q, s;
+  for (const netops::Int8RowsResult& w : whole) {
+    q.push_back(w.q.toFloats());
+    s.push_back(w.s.toFloats());
+  }
+  const std::vector<float> h = netops::hadamardRows(in[0]).toFloats();
+  for (std::int64_t r : {std::int64_t{0}, std::int64_t{1}, rows / 2 + 1, rows - 1}) {
+    SCOPED_TRACE("row " + std::to_string(r));
+    const Tensor one = host(rowOf(xs, r), {1, n});
+    const std::vector<netops::Int8RowsResult> alone = {
+        netops::int8Rows(one, 8), netops::int8Rows(one, 4),
+        netops::modulatedInt8Rows(one, in[1], in[2], in[3], host({maps[static_cast<std::size_t>(r)]}, {1}), 1e-6,
+                                  false, 8)};
+    for (std::size_t k = 0; k < alone.size(); ++k) {
+      SCOPED_TRACE(k == 2 ? "modulatedInt8Rows" : k == 1 ? "int8Rows, 4 bits" : "int8Rows, 8 bits");
+      EXPECT_TRUE(sameBits(alone[k].q.toFloats(), rowOf(q[k], r))) << "codes";
+      EXPECT_TRUE(sameBits(alone[k].s.toFloats(), {s[k][static_cast<std::size_t>(r)]})) << "scale";
+    }
+    EXPECT_TRUE(sameBits(netops::hadamardRows(one).toFloats(), rowOf(h, r))) << "hadamardRows";
+  }
+}
+
+/// The 8-bit rows keep each row's transformed values in a block that each thread keeps between
+/// calls (detail::ThreadScratch), not initialized: whatever it held, the same codes. (One row: the
+/// call's loop runs on this thread, with this thread's block.)
+TEST(Int8Rows, WhatItsScratchHeldChangesNoBit) {
+  const std::int64_t n = 3072;
+  const std::vector<Tensor> in = modulatedInputs(1, n);
+  const auto fill = [&](float v) {
+    const gizml::detail::ThreadScratch<float> block(2 * n + 64);
+    std::fill(block.data(), block.data() + 2 * n + 64, v);
+  };
+  const auto both = [&] {
+    return std::vector<netops::Int8RowsResult>{
+        netops::int8Rows(in[0], 8), netops::modulatedInt8Rows(in[0], in[1], in[2], in[3], in[4], 1e-6, true, 4)};
+  };
+  fill(0.0f);
+  const std::vector<netops::Int8RowsResult> clean = both();
+  for (float v : {NAN, INFINITY, -1e30f}) {
+    SCOPED_TRACE(v);
+    fill(v);
+    const std::vector<netops::Int8RowsResult> after = both();
+    for (std::size_t k = 0; k < clean.size(); ++k) {
+      EXPECT_TRUE(sameBits(after[k].q.toFloats(), clean[k].q.toFloats())) << k;
+      EXPECT_TRUE(sameBits(after[k].s.toFloats(), clean[k].s.toFloats())) << k;
+    }
   }
 }
 

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
+#include "core/host_memory.hpp"
 #include "exact/row16.hpp"
 #include "support/preamble.hpp"
 
@@ -265,6 +267,45 @@ TEST(Threads, HostLoopsTakeThreadsForTheirWork) {
   };
   EXPECT_EQ(exact::hostWork<Costed>(RowsOf{4, 256}), 3 * 4 * 256);
   EXPECT_EQ(exact::hostWork<Uncosted>(RowsOf{4, 256}), INT64_MAX);
+}
+
+/// A host loop's per-thread scratch (the 8-bit rows' row buffers): 64-byte aligned, the thread's
+/// own block again on its next use, another block while that one is lent (a nested use) or where
+/// more is asked than a thread keeps, and a new block on another thread.
+TEST(Threads, ThreadScratchIsKeptAThreadAndLentOnce) {
+  using gizml::detail::ThreadScratch;
+  const float* kept;
+  {
+    const ThreadScratch<float> a(1000);
+    kept = a.data();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(kept) % 64, 0u);
+    const ThreadScratch<float> nested(1000);
+    EXPECT_TRUE(nested.data() + 1000 <= kept || kept + 1000 <= nested.data()) << "a block of its own";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(nested.data()) % 64, 0u);
+  }
+  {
+    const ThreadScratch<float> again(1000);
+    EXPECT_EQ(again.data(), kept) << "the thread's kept block, given back";
+    const ThreadScratch<float> nested(10);
+    EXPECT_NE(nested.data(), kept);
+  }
+  {
+    const ThreadScratch<float> fewer(10);
+    EXPECT_EQ(fewer.data(), kept) << "a smaller ask takes the same block";
+  }
+  {
+    const std::int64_t past = static_cast<std::int64_t>(gizml::detail::kThreadKeptBytes / sizeof(float)) + 1;
+    const ThreadScratch<float> large(past);
+    EXPECT_NE(large.data(), kept) << "past what a thread keeps";
+    large.data()[past - 1] = 1.0f;  // all of it is there (AddressSanitizer builds would say)
+  }
+  const ThreadScratch<float> mine(1000);
+  const float* other = nullptr;
+  std::thread([&] {
+    const ThreadScratch<float> theirs(1000);
+    other = theirs.data();
+  }).join();
+  EXPECT_NE(other, mine.data()) << "another thread, another block";
 }
 
 TEST(Tensor, FromExternalSharesMemoryAndReleasesItsOwnerWithTheLastView) {

@@ -2,6 +2,7 @@
 // argument and what was expected (SPEC §1.7), before any work is done.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -23,6 +24,13 @@ inline void requireDType(const char* fn, const char* arg, const Tensor& t, DType
 
 inline void requireShape(const char* fn, const char* arg, const Tensor& t, const Shape& want) {
   if (t.shape() != want) fail(fn, arg, "expected shape " + shapeString(want) + ", got " + shapeString(t.shape()));
+}
+
+/// requireShape of a shape written in place ({rows, 1}): compared without making a Shape, whose
+/// allocation each call was a decode step's small op's cost (a Shape is made only to fail).
+inline void requireShape(const char* fn, const char* arg, const Tensor& t, std::initializer_list<std::int64_t> want) {
+  const Shape& have = t.shape();
+  if (!std::equal(have.begin(), have.end(), want.begin(), want.end())) requireShape(fn, arg, t, Shape(want));
 }
 
 inline void requireRankAtLeast(const char* fn, const char* arg, const Tensor& t, int rank) {

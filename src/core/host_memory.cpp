@@ -67,6 +67,33 @@ void hostRelease(void* p, std::size_t bytes) noexcept {
   std::free(p);
 }
 
+namespace {
+/// A thread's kept scratch block (ThreadScratch), freed as the thread ends.
+struct ThreadKept {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  bool lent = false;
+  ~ThreadKept() { std::free(p); }
+};
+thread_local ThreadKept tKept;
+}  // namespace
+
+void* threadKeptTake(std::size_t bytes) noexcept {
+  ThreadKept& k = tKept;
+  if (k.lent || bytes > kThreadKeptBytes) return nullptr;
+  if (k.bytes < bytes) {
+    void* p = std::aligned_alloc(64, bytes);  // bytes: a multiple of 64 (ThreadScratch's)
+    if (!p) return nullptr;                   // then HostScratch's cache, which throws bad_alloc
+    std::free(k.p);
+    k.p = p;
+    k.bytes = bytes;
+  }
+  k.lent = true;
+  return k.p;
+}
+
+void threadKeptGiveBack() noexcept { tKept.lent = false; }
+
 void hostTrimCache() noexcept {
   Cache& c = cache();
   std::lock_guard<std::mutex> g(c.lock);

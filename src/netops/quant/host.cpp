@@ -8,6 +8,7 @@
 #include "core/caches.hpp"
 #include "core/check.hpp"
 #include "core/dispatch.hpp"
+#include "core/host_memory.hpp"
 #include "exact/row16.hpp"
 #include "gizml/netops/quant.hpp"
 #include "netops/quant/quant.hpp"
@@ -182,14 +183,15 @@ GIZML_INLINE auto walkerBlocksOfBF16(const std::uint16_t* x) {
 }
 
 /// hadamardRows on the host: each row's blocks in registers (stagedBlock), or through a thread's
-/// 1 KiB (hadamardBlockHeld); y streamed past the caches where it is 64-byte aligned (nothing reads
-/// it back soon), as int8Rows' codes. OpenMP splits the rows, never a row. Each block asks for the
+/// 1 KiB (hadamardBlockHeld); y of 32 MiB or more streamed past the caches (exact::streamable:
+/// no cache keeps it for its reader), as int8Rows' codes (streamsCodes, which says why not less:
+/// here [1, 256] took 0.38 us streamed, 0.19 not). OpenMP splits the rows, never a row. Each block asks for the
 /// next row's same block (into L2), as int8Rows does: the hardware's prefetcher alone ran behind.
 /// On a Zen 5 (2 threads, [8192, 3072] F32, interleaved runs) 5.2 - 7.5 -> 2.5 - 4.0 ms; on one
 /// thread 7.6 - 10.3 -> 4.1 - 5.5 ms.
 template <class X>
 void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
-  const bool stream = exact::aligned64(a.y);
+  const bool stream = exact::streamable(a.y, a.rows * a.n, a.n);
   exact::hostParallel(exact::hostThreadsFor(a.rows, exact::hostWork<HadamardRows>(a)), [&] {
 #if !defined(__AVX512BW__)
     alignas(64) float held[exact::kHadamardBlock];
@@ -308,8 +310,9 @@ void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
     // The second buffer starts 256 bytes past the first's end: the codes read one at the offsets
     // where the walk writes the other, and with n a multiple of 1024 their addresses would differ by
     // a multiple of 4 KiB, which the core takes for a store to the same place (a load waits).
-    std::vector<f32x16> buffers(static_cast<std::size_t>(2 * (a.n / 16) + 4));
-    float* held[2] = {reinterpret_cast<float*>(buffers.data()), reinterpret_cast<float*>(buffers.data()) + a.n + 64};
+    // The thread's kept block (ThreadScratch: no allocation, no zeroing, in a decode step's calls).
+    const detail::ThreadScratch<float> buffers(2 * a.n + 64);
+    float* held[2] = {buffers.data(), buffers.data() + a.n + 64};
     const exact::HostRow row{a.n, streamStores};
     Pending pending;
     typename Kernel::ThreadState state;
@@ -523,16 +526,29 @@ void HadamardRows::host(const Args& a) {
   if (a.xBF16) hadamardRowsHost(a, static_cast<const std::uint16_t*>(a.x));
   else hadamardRowsHost(a, static_cast<const float*>(a.x));
 }
+/// Whether the F32 codes go past the caches (exact::streamable: 32 MiB or more, as every row op's
+/// outputs): streamed there, where no cache would keep them for the op that reads them next.
+/// Streamed whatever their size until stop 48, a decode step's codes went to memory, the call
+/// waited for them at its fence, and the next op read them from there: one thread, a Zen 2,
+/// int8Rows [1, 256] 0.46 -> 0.29 us a call, [1, 3072] 1.94 -> 1.69; 2 threads, [512, 3072] and a
+/// read of every line of the codes after (each thread its own rows, as a row op's loop), 0.60 ->
+/// 0.47 ms; [2048, 3072] (25 MB, past this Zen 2's 16 MiB L3) 2.38 -> 2.30 ms with that read,
+/// though the call alone took 1.65 -> 1.77.
+template <class Args>
+bool streamsCodes(const Args& a) {
+  return a.codes == Codes::F32 && exact::streamable(static_cast<const float*>(a.q), a.rows * a.n, a.n);
+}
+
 // The host keeps each row's transformed values for the codes' walk (hostRowsPipelined), and streams
 // F32 codes past the caches.
 void Int8Rows::host(const Args& a) {
-  hostRowsPipelined<Int8RowsHost>(a, a.codes == Codes::F32 && exact::aligned64(a.q));
+  hostRowsPipelined<Int8RowsHost>(a, streamsCodes(a));
 }
 void ModulatedInt8Rows::host(const Args& op) {
   std::vector<float> factor;
   std::vector<std::uint8_t> finite;
   const ModulatedInt8RowsHost::Args a = ModulatedInt8RowsHost::prepare(op, factor, finite);
-  hostRowsPipelined<ModulatedInt8RowsHost>(a, a.codes == Codes::F32 && exact::aligned64(a.q));
+  hostRowsPipelined<ModulatedInt8RowsHost>(a, streamsCodes(a));
 }
 }  // namespace quant
 
