@@ -291,3 +291,36 @@ TEST(Vec16, MaxMagnitude) {
   for (int l = 0; l < 16; ++l)
     EXPECT_EQ(bitsOf(r[l]), bitsOf(std::isnan(v[l]) ? best[l] : std::max(best[l], std::fabs(v[l])))) << "lane " << l;
 }
+
+TEST(Vec16, TreeSumOfAVectorIsTheTreeOfItsLanes) {
+  // row16.hpp's treeSum16 of a vector (its halves added in registers) against order.hpp's loop over
+  // an array (the SPEC's lane[i] += lane[i + h], h = 8, 4, 2, 1), bit for bit: lanes of every
+  // exponent and sign drawn from random bits (so the additions round, overflow, cancel and
+  // underflow), then zeros of both signs, infinities and NaNs in some lanes.
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  const auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(state >> 32);
+  };
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                            0x1p-149f, -0x1p-126f, 3.0e38f};
+  for (int trial = 0; trial < 200000; ++trial) {
+    float lanes[16];
+    const int spread = trial % 4;  // exponents: all, within 2^±8, within 2^±2, equal magnitudes
+    for (float& l : lanes) {
+      std::uint32_t bits = next();
+      if (spread == 1) bits = (bits & 0x807fffffu) | ((119u + (bits >> 23) % 16u) << 23);
+      if (spread == 2) bits = (bits & 0x807fffffu) | ((125u + (bits >> 23) % 4u) << 23);
+      if (spread == 3) bits = (bits & 0x80000000u) | 0x3fc00000u;
+      std::memcpy(&l, &bits, sizeof l);
+    }
+    if (trial % 16 == 15) lanes[next() % 16] = specials[next() % 8];
+    const f32x16 v = gizml::exact::loadAll16(lanes);
+    const float want = gizml::exact::treeSum16(lanes), got = gizml::exact::treeSum16(v);
+    if (!(std::isnan(want) && std::isnan(got)))
+      ASSERT_EQ(bitsOf(got), bitsOf(want)) << "trial " << trial;
+    else
+      ASSERT_TRUE(std::isnan(got)) << "trial " << trial;
+  }
+}
