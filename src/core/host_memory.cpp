@@ -68,12 +68,18 @@ void hostRelease(void* p, std::size_t bytes) noexcept {
 }
 
 namespace {
-/// A thread's kept scratch block (ThreadScratch), freed as the thread ends.
+/// A thread's kept scratch block (ThreadScratch), freed as the thread ends. Emptied there too: an
+/// op run by a later destructor of the same thread (the main thread's static ones) then allocates
+/// a block anew instead of reusing the freed one.
 struct ThreadKept {
   void* p = nullptr;
   std::size_t bytes = 0;
   bool lent = false;
-  ~ThreadKept() { std::free(p); }
+  ~ThreadKept() {
+    std::free(p);
+    p = nullptr;
+    bytes = 0;
+  }
 };
 thread_local ThreadKept tKept;
 }  // namespace
