@@ -159,6 +159,19 @@ void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 g
   timed(state, d, 2 * x.bytes(), [&] { netops::groupNormInto(x, 32, w, b, 1e-6, act, y); });
 }
 
+/// groupNorm + SiLU of small maps (arguments: channels, values a channel; 32 groups), in
+/// microseconds a call: a low-resolution level's calls, where each group's 16 slices are a few
+/// values and their sums' ends (sum16's tree, twice a slice) weigh (README "Benchmarks", stop 48).
+/// Named apart from BM_GroupNorm, which tools/gpu-rows-sweep.sh averages as the op's.
+void BM_SmallGroupNorm(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  const std::int64_t c = state.range(0), spatial = state.range(1);
+  const Tensor x = Tensor::normal(Key{1, 1}, {c, spatial}, d);
+  const Tensor w = Tensor::normal(Key{2, 2}, {c}, d), b = Tensor::normal(Key{3, 3}, {c}, d);
+  Tensor y = Tensor::empty(x.shape(), DType::F32, d);
+  timed(state, d, 2 * x.bytes(), [&] { netops::groupNormInto(x, 32, w, b, 1e-6, true, y); });
+}
+
 // groupNorm's two passes apart, on BM_GroupNorm's x without SiLU: 1, the first (each slice's two
 // sums: x read once, its bytes counted once, so the share is a read's against the copy's read and
 // write); 2, the second (the values from those sums: x read, y written). Where the whole op falls
@@ -207,5 +220,6 @@ GIZML_BENCHMARK(BM_ModulatedInt8Rows)->Arg(kRows)->Arg(32)->Unit(benchmark::kMil
 GIZML_BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Bf16PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_GroupNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_SmallGroupNorm)->Args({32, 96})->Args({64, 256})->Args({512, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
 GIZML_BENCHMARK(BM_GroupNormPass)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_RowNormRope)->Unit(benchmark::kMillisecond)->UseRealTime();
