@@ -139,6 +139,17 @@ void BM_PixelNorm(benchmark::State& state) {  // 8 frames of 384 channels x 8192
   timedInPlace(state, d, 2 * x.bytes(), x, start, [&] { netops::pixelNormInto(x, 1e-8, act, x); });
 }
 
+/// pixelNorm without SiLU of one frame of few channels (argument: channels) x 8192 pixels, out of
+/// place, in microseconds: each 16 pixels' scale (a square root and a division) weighs where there
+/// are few channels to share it (README "Benchmarks", stop 48). Named apart from BM_PixelNorm, which
+/// tools/gpu-rows-sweep.sh averages as the op's.
+void BM_FewChannelsPixelNorm(benchmark::State& state) {
+  const gizml::Device d = gizml::bench::benchDevice();
+  const Tensor x = Tensor::normal(Key{1, 1}, {1, state.range(0), 8192}, d);
+  Tensor y = Tensor::empty(x.shape(), DType::F32, d);
+  timed(state, d, 2 * x.bytes(), [&] { netops::pixelNormInto(x, 1e-8, false, y); });
+}
+
 // BM_PixelNorm on BF16 frames, as a video model keeps its activations: half the bytes, the same
 // arithmetic and the conversions, so on a host of few cores SiLU's exact arithmetic bounds it (README
 // "Benchmarks", stop 43). Named apart from BM_PixelNorm so tools/gpu-rows-sweep.sh's runs skip it.
@@ -218,6 +229,7 @@ GIZML_BENCHMARK(BM_FewRows)->ArgsProduct({{0, 1, 2, 3}, {1, 4}})->Unit(benchmark
 GIZML_BENCHMARK(BM_GatedNormAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_ModulatedInt8Rows)->Arg(kRows)->Arg(32)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+GIZML_BENCHMARK(BM_FewChannelsPixelNorm)->Arg(4)->Arg(16)->Arg(128)->Unit(benchmark::kMicrosecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Bf16PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_GroupNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_SmallGroupNorm)->Args({32, 96})->Args({64, 256})->Args({512, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -55,11 +55,16 @@ GIZML_HD F gatedAddValue(F y, float r, F w, F gate, F x) {
 /// rsqrt(v) = 1 / sqrt(v) on each lane (IEEE division and square root: the same bits everywhere).
 GIZML_HD float rsqrtLanes(float v) { return 1.0f / sqrtf(v); }
 #if !defined(__CUDACC__)
+/// The vector square root and division are IEEE's too (vsqrtps, vdivps: correctly rounded, the
+/// same bits as sqrtf and /). Lane by lane through an array, as before stop 48, it took pixelNorm
+/// of few channels most of its time: one thread, a Zen 2, without SiLU, [1, 4, 8192] 29.6 -> 8.4
+/// us, [1, 16, 8192] 51.8 -> 31.0, [1, 128, 8192] 303 -> 280; 384 channels the same.
 inline exact::f32x16 rsqrtLanes(exact::f32x16 v) {
-  float lanes[16];
-  exact::store16(lanes, v, 16);
-  for (float& l : lanes) l = rsqrtLanes(l);
-  return exact::load16(lanes, 16);
+#if defined(__AVX512F__)
+  return 1.0f / (exact::f32x16)_mm512_sqrt_ps((__m512)v);
+#else
+  return 1.0f / exact::f32x16((exact::f32x8)_mm256_sqrt_ps((__m256)v.h[0]), (exact::f32x8)_mm256_sqrt_ps((__m256)v.h[1]));
+#endif
 }
 #endif
 
