@@ -218,6 +218,16 @@ TEST(Tensor, ErrorsNameFunctionAndArgument) {
   EXPECT_THROW(t.rows(-1, 1), gizml::Error);
   EXPECT_THROW(t.reshape({4}), gizml::Error);
   EXPECT_THROW(t.data<double>(), gizml::Error);
+  // dim's and data's checks are inline, their failures out of line: each still names itself.
+  expectThrowsNaming([&] { t.data<std::int32_t>(); }, "gizml::Tensor::data", "T");
+  expectThrowsNaming([&] { Tensor::empty({2}, DType::BF16).data<std::int16_t>(); }, "gizml::Tensor::data", "T");
+  expectThrowsNaming([&] { t.dim(2); }, "gizml::Tensor::dim", "axis");
+  expectThrowsNaming([&] { t.dim(-3); }, "gizml::Tensor::dim", "axis");
+  EXPECT_EQ(t.dim(-1), 2);
+  EXPECT_EQ(t.dim(-2), 3);
+  EXPECT_EQ(t.numel(), 6);
+  const Tensor halves = Tensor::empty({2}, DType::BF16);
+  EXPECT_EQ(static_cast<void*>(halves.data<std::uint16_t>()), halves.raw()) << "BF16's element type";
   EXPECT_THROW(t.toVector<std::int32_t>(), gizml::Error);
   EXPECT_THROW(Tensor::empty({-1, 2}), gizml::Error);
   EXPECT_THROW(Tensor::empty({1ll << 40, 1ll << 40}), gizml::Error) << "an element count that overflows";

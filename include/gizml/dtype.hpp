@@ -12,10 +12,24 @@ namespace gizml {
 enum class DType : int { F32, F64, BF16, F16, E4M3, I8, I4, I32, I64, U8 };
 
 std::string dtypeName(DType d);
-/// Bits of one element (4 for I4).
-int dtypeBits(DType d);
+/// Bits of one element (4 for I4). (Inline, as dtypeBytes: every op's checks ask, and a decode
+/// step's small calls are mostly their checks.)
+inline int dtypeBits(DType d) {
+  switch (d) {
+    case DType::F64: case DType::I64: return 64;
+    case DType::F32: case DType::I32: return 32;
+    case DType::BF16: case DType::F16: return 16;
+    case DType::E4M3: case DType::I8: case DType::U8: return 8;
+    case DType::I4: return 4;
+  }
+  return 0;
+}
 /// Bytes holding `count` elements (I4 rounds up to whole bytes).
-std::size_t dtypeBytes(DType d, std::int64_t count);
+inline std::size_t dtypeBytes(DType d, std::int64_t count) {
+  if (count <= 0) return 0;
+  const std::size_t n = static_cast<std::size_t>(count);
+  return d == DType::I4 ? (n + 1) / 2 : n * static_cast<std::size_t>(dtypeBits(d) / 8);
+}
 bool isFloating(DType d);
 
 // Scalar conversions, the same functions the kernels use (src/exact/convert.hpp).

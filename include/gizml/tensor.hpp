@@ -68,9 +68,20 @@ class Tensor {
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
-  std::int64_t dim(int axis) const;  // negative counts from the end
+  /// Extent of `axis` (negative counts from the end). Inline, as numel and data's check, with
+  /// their failures out of line: every op's checks ask, and a decode step's small calls are mostly
+  /// their checks.
+  std::int64_t dim(int axis) const {
+    const int r = rank(), a = axis < 0 ? axis + r : axis;
+    if (a < 0 || a >= r) failDim(axis);
+    return shape_[static_cast<std::size_t>(a)];
+  }
   int rank() const { return static_cast<int>(shape_.size()); }
-  std::int64_t numel() const;
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (std::int64_t e : shape_) n *= e;
+    return n;
+  }
   /// Product of all extents but the last (1 for rank 0 or 1): the "rows" of the row ops.
   std::int64_t rowCount() const;
   /// The last extent (1 for rank 0).
@@ -120,7 +131,22 @@ class Tensor {
   static Tensor fromHostBytes(const void* src, std::size_t count, DType dtype, const Shape& shape,
                               Device device);
   void toHostBytes(void* dst, DType want, const char* function) const;
-  void checkElement(std::size_t size, bool integral, bool isSigned) const;
+  /// Whether T is an element type of dtype_ (data<T>'s check, its constants folded inline).
+  void checkElement(std::size_t size, bool integral, bool isSigned) const {
+    bool ok = false;
+    switch (dtype_) {
+      case DType::F32: ok = size == 4 && !integral; break;
+      case DType::F64: ok = size == 8 && !integral; break;
+      case DType::BF16: case DType::F16: ok = size == 2 && integral && !isSigned; break;
+      case DType::E4M3: case DType::I4: case DType::U8: ok = size == 1 && integral && !isSigned; break;
+      case DType::I8: ok = size == 1 && integral && isSigned; break;
+      case DType::I32: ok = size == 4 && integral && isSigned; break;
+      case DType::I64: ok = size == 8 && integral && isSigned; break;
+    }
+    if (!ok) failElement();
+  }
+  [[noreturn]] void failElement() const;
+  [[noreturn]] void failDim(int axis) const;
 
   std::shared_ptr<detail::Storage> storage_;
   std::size_t offset_ = 0;  // bytes from the storage's start

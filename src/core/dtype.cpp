@@ -20,23 +20,6 @@ std::string dtypeName(DType d) {
   return "DType(" + std::to_string(static_cast<int>(d)) + ")";
 }
 
-int dtypeBits(DType d) {
-  switch (d) {
-    case DType::F64: case DType::I64: return 64;
-    case DType::F32: case DType::I32: return 32;
-    case DType::BF16: case DType::F16: return 16;
-    case DType::E4M3: case DType::I8: case DType::U8: return 8;
-    case DType::I4: return 4;
-  }
-  return 0;
-}
-
-std::size_t dtypeBytes(DType d, std::int64_t count) {
-  if (count <= 0) return 0;
-  std::size_t n = static_cast<std::size_t>(count);
-  return d == DType::I4 ? (n + 1) / 2 : n * static_cast<std::size_t>(dtypeBits(d) / 8);
-}
-
 bool isFloating(DType d) {
   return d == DType::F32 || d == DType::F64 || d == DType::BF16 || d == DType::F16 || d == DType::E4M3;
 }

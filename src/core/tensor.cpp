@@ -227,19 +227,10 @@ Tensor Tensor::normal(Key key, const Shape& shape, Device device) {
   return filled(key, shape, device, exact::Draw::Normal);
 }
 
-std::int64_t Tensor::dim(int axis) const {
-  int r = rank();
-  int a = axis < 0 ? axis + r : axis;
-  if (a < 0 || a >= r)
-    fail("gizml::Tensor::dim", "axis", "expected in [-" + std::to_string(r) + ", " + std::to_string(r) + "), got " +
-                                           std::to_string(axis));
-  return shape_[static_cast<std::size_t>(a)];
-}
-
-std::int64_t Tensor::numel() const {
-  std::int64_t n = 1;
-  for (std::int64_t e : shape_) n *= e;
-  return n;
+void Tensor::failDim(int axis) const {
+  const int r = rank();
+  fail("gizml::Tensor::dim", "axis", "expected in [-" + std::to_string(r) + ", " + std::to_string(r) + "), got " +
+                                         std::to_string(axis));
 }
 
 std::int64_t Tensor::rowLength() const { return shape_.empty() ? 1 : shape_.back(); }
@@ -256,18 +247,8 @@ void* Tensor::raw() const {
   return storage_ && storage_->ptr ? static_cast<unsigned char*>(storage_->ptr) + offset_ : nullptr;
 }
 
-void Tensor::checkElement(std::size_t size, bool integral, bool isSigned) const {
-  bool ok = false;
-  switch (dtype_) {
-    case DType::F32: ok = size == 4 && !integral; break;
-    case DType::F64: ok = size == 8 && !integral; break;
-    case DType::BF16: case DType::F16: ok = size == 2 && integral && !isSigned; break;
-    case DType::E4M3: case DType::I4: case DType::U8: ok = size == 1 && integral && !isSigned; break;
-    case DType::I8: ok = size == 1 && integral && isSigned; break;
-    case DType::I32: ok = size == 4 && integral && isSigned; break;
-    case DType::I64: ok = size == 8 && integral && isSigned; break;
-  }
-  if (!ok) fail("gizml::Tensor::data", "T", "the element type does not match dtype " + dtypeName(dtype_));
+void Tensor::failElement() const {
+  fail("gizml::Tensor::data", "T", "the element type does not match dtype " + dtypeName(dtype_));
 }
 
 Tensor Tensor::rows(std::int64_t r0, std::int64_t r1) const {
