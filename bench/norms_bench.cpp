@@ -232,6 +232,11 @@ GIZML_BENCHMARK(BM_PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Us
 GIZML_BENCHMARK(BM_FewChannelsPixelNorm)->Arg(4)->Arg(16)->Arg(128)->Unit(benchmark::kMicrosecond)->UseRealTime();
 GIZML_BENCHMARK(BM_Bf16PixelNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_GroupNorm)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
-GIZML_BENCHMARK(BM_SmallGroupNorm)->Args({32, 96})->Args({64, 256})->Args({512, 64})->Unit(benchmark::kMicrosecond)->UseRealTime();
+GIZML_BENCHMARK(BM_SmallGroupNorm)
+    ->Args({32, 96})
+    ->Args({64, 256})
+    ->Args({512, 64})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 GIZML_BENCHMARK(BM_GroupNormPass)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 GIZML_BENCHMARK(BM_RowNormRope)->Unit(benchmark::kMillisecond)->UseRealTime();

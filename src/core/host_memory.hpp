@@ -47,8 +47,9 @@ inline constexpr std::size_t kThreadKeptBytes = std::size_t{1} << 20;
 /// kThreadKeptBytes; larger or nested ones come from HostScratch's cache). For the scratch that
 /// every call of a small op takes on every thread (the 8-bit rows' two row buffers): no lock, no
 /// allocation, no zeroing. One thread, a Zen 2, int8Rows of a decode step's one row, us a call:
-/// [1, 3072] 2.57 with a std::vector zeroed and freed each call, 2.06 from HostScratch, 2.01 so;
-/// [1, 256] 0.65, 0.60 and 0.45 (HostScratch's cache takes a lock and a map's search and erase).
+/// [1, 3072] 2.57 with a std::vector zeroed and freed each call, 2.06 from HostScratch, 2.01 from
+/// the thread's block; [1, 256] 0.65, 0.60 and 0.45 (HostScratch's cache takes a lock, and a
+/// map's search and erase).
 template <class T>
 class ThreadScratch {
  public:

@@ -94,7 +94,8 @@ inline float treeSum16(f32x16 acc) {
 #else
   const f32x8 eight = acc.h[0] + acc.h[1];
 #endif
-  const f32x4 four = __builtin_shufflevector(eight, eight, 0, 1, 2, 3) + __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
+  const f32x4 four =
+      __builtin_shufflevector(eight, eight, 0, 1, 2, 3) + __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
   const f32x4 two = four + __builtin_shufflevector(four, four, 2, 3, 2, 3);
   return two[0] + two[1];
 }

@@ -63,7 +63,8 @@ inline exact::f32x16 rsqrtLanes(exact::f32x16 v) {
 #if defined(__AVX512F__)
   return 1.0f / (exact::f32x16)_mm512_sqrt_ps((__m512)v);
 #else
-  return 1.0f / exact::f32x16((exact::f32x8)_mm256_sqrt_ps((__m256)v.h[0]), (exact::f32x8)_mm256_sqrt_ps((__m256)v.h[1]));
+  return 1.0f / exact::f32x16((exact::f32x8)_mm256_sqrt_ps((__m256)v.h[0]),
+                              (exact::f32x8)_mm256_sqrt_ps((__m256)v.h[1]));
 #endif
 }
 #endif

@@ -185,8 +185,9 @@ GIZML_INLINE auto walkerBlocksOfBF16(const std::uint16_t* x) {
 /// hadamardRows on the host: each row's blocks in registers (stagedBlock), or through a thread's
 /// 1 KiB (hadamardBlockHeld); y of 32 MiB or more streamed past the caches (exact::streamable:
 /// no cache keeps it for its reader), as int8Rows' codes (streamsCodes, which says why not less:
-/// here [1, 256] took 0.38 us streamed, 0.19 not). OpenMP splits the rows, never a row. Each block asks for the
-/// next row's same block (into L2), as int8Rows does: the hardware's prefetcher alone ran behind.
+/// here [1, 256] took 0.38 us streamed, 0.19 not). OpenMP splits the rows, never a row. Each block
+/// asks for the next row's same block (into L2), as int8Rows does: the hardware's prefetcher alone
+/// ran behind.
 /// On a Zen 5 (2 threads, [8192, 3072] F32, interleaved runs) 5.2 - 7.5 -> 2.5 - 4.0 ms; on one
 /// thread 7.6 - 10.3 -> 4.1 - 5.5 ms.
 template <class X>
