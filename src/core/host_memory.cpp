@@ -88,7 +88,7 @@ void* threadKeptTake(std::size_t bytes) noexcept {
   ThreadKept& k = tKept;
   if (k.lent || bytes > kThreadKeptBytes) return nullptr;
   if (k.bytes < bytes) {
-    void* p = std::aligned_alloc(64, bytes);  // bytes: a multiple of 64 (ThreadScratch's)
+    void* p = std::aligned_alloc(64, bytes);  // bytes: a multiple of 64 (scratchBytes)
     if (!p) return nullptr;                   // then HostScratch's cache, which throws bad_alloc
     std::free(k.p);
     k.p = p;

@@ -16,14 +16,19 @@ void hostTrimCache() noexcept;
 /// Bytes held in the cache now.
 std::size_t hostCachedBytes() noexcept;
 
+/// The bytes of a scratch of `count` values of T: at least one value, in whole 64-byte lines.
+template <class T>
+std::size_t scratchBytes(std::int64_t count) {
+  return (static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T) + 63) / 64 * 64;
+}
+
 /// An op's scratch: `count` values of T (at least one), 64-byte aligned, uninitialized, from the
 /// cache above, so that a product in a loop reuses pages already mapped.
 template <class T>
 class HostScratch {
  public:
   explicit HostScratch(std::int64_t count)
-      : bytes_((static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T) + 63) / 64 * 64),
-        p_(static_cast<T*>(hostAllocate(bytes_))) {}
+      : bytes_(scratchBytes<T>(count)), p_(static_cast<T*>(hostAllocate(bytes_))) {}
   ~HostScratch() { hostRelease(p_, bytes_); }
   HostScratch(const HostScratch&) = delete;
   HostScratch& operator=(const HostScratch&) = delete;
@@ -54,7 +59,7 @@ template <class T>
 class ThreadScratch {
  public:
   explicit ThreadScratch(std::int64_t count)
-      : bytes_((static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T) + 63) / 64 * 64),
+      : bytes_(scratchBytes<T>(count)),
         p_(static_cast<T*>(threadKeptTake(bytes_))),
         kept_(p_ != nullptr) {
     if (!kept_) p_ = static_cast<T*>(hostAllocate(bytes_));
