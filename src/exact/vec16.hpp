@@ -227,10 +227,6 @@ GIZML_VEC f32x16 maxLane(f32x16 a, f32x16 b) {
 GIZML_VEC u32x16 iota16(std::uint32_t base) {
   return u32x16(base + u32x8{0, 1, 2, 3, 4, 5, 6, 7}, base + u32x8{8, 9, 10, 11, 12, 13, 14, 15});
 }
-/// Whether every lane of mask m (a comparison's: each lane all ones or zero) is set.
-GIZML_VEC bool allLanes(const i32x16& m) {
-  return _mm256_movemask_ps(_mm256_castsi256_ps((__m256i)(m.h[0] & m.h[1]))) == 0xff;
-}
 /// The largest of each lane's magnitude bits (its bits without the sign, as a non-negative int32)
 /// over both halves: for numbers the order of |v|; a NaN's are above every finite value's and
 /// inf's. One signed maximum of the two halves, so a bound then takes one comparison, not two.
@@ -356,6 +352,14 @@ template <> struct LaneTypes<f32x16> {
   using I = i32x16;
 };
 
+/// Whether every lane of mask m (a comparison's: each lane all ones or zero) is set.
+GIZML_VEC bool allLanes(i32x16 m) {
+#if defined(__AVX512F__)
+  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0xffff;
+#else
+  return _mm256_movemask_ps(_mm256_castsi256_ps((__m256i)(m.h[0] & m.h[1]))) == 0xff;
+#endif
+}
 /// Whether any lane of a comparison's mask is set.
 GIZML_VEC bool anyLane(i32x16 m) {
 #if defined(__AVX512F__)
