@@ -123,6 +123,32 @@ TEST(ExactMath, TwinLanesEqualOneVector) {
   EXPECT_EQ(mismatches, 0u);
 }
 
+TEST(ExactMath, SiluOfSmallOverAllFloats) {
+  // siluLanesOfSmall (for lanes a caller has proven below 86 in magnitude: no test of the lanes on
+  // AVX2, no clamp on AVX-512) against siluLanes, bit for bit, on every float with |x| < 86, one
+  // vector and two side by side; each vector's lanes are consecutive floats of one sign.
+  using gizml::exact::f32x16x2;
+  const std::uint32_t end = bitsOf(86.0f);  // the magnitudes below 86: bits [0, end)
+  std::uint64_t mismatches = 0, first = ~std::uint64_t{0};
+#pragma omp parallel for schedule(static) reduction(+ : mismatches) reduction(min : first)
+  for (std::int64_t chunk = 0; chunk < static_cast<std::int64_t>(end / 16); ++chunk) {
+    const u32x16 bits = gizml::exact::iota16(static_cast<std::uint32_t>(chunk * 16));
+    const f32x16 x = gizml::exact::fromBits(bits), y = gizml::exact::fromBits(bits | 0x80000000u);
+    const f32x16x2 small = gizml::exact::siluLanesOfSmall(f32x16x2{x, y});
+    const f32x16 want[2] = {gizml::exact::siluLanes(x), gizml::exact::siluLanes(y)};
+    const f32x16 got[4] = {small.a, small.b, gizml::exact::siluLanesOfSmall(x), gizml::exact::siluLanesOfSmall(y)};
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < 16; ++l)
+        if (bitsOf(got[k][l]) != bitsOf(want[k % 2][l])) {
+          ++mismatches;
+          first = std::min<std::uint64_t>(first, bitsOf((k % 2 ? y : x)[l]));
+        }
+  }
+  static_assert(0x42ac0000u % 16 == 0);
+  EXPECT_EQ(end, 0x42ac0000u);
+  EXPECT_EQ(mismatches, 0u) << "first at input 0x" << std::hex << first;
+}
+
 TEST(ExactMath, Bf16RoundingOverAllFloats) {
   // The host's 16-lane rounding to BF16 (roundToBF16Lanes, storeBF16x16) against the scalar
   // floatToBF16, every float. With AVX512_BF16 that is vcvtneps2bf16, which rounds the same but

@@ -47,15 +47,22 @@ GIZML_HD F expOfReduced(F xc, F& t, F& fn) {
   return fmaLane(p, r * r, r) + 1.0f;
 }
 
-#if !defined(__AVX512F__) && !defined(__CUDACC__)
-/// expLanes' AVX2 fast path, for lanes that all hold |x| < 86 (expLanes' reasons there).
+#if !defined(__CUDACC__)
+/// expLanes for the host's lanes where every lane holds |x| < 86: the AVX2 expLanes' fast path
+/// (its reasons there), and on AVX-512 a caller's that has proven it (siluLanesOfSmall). There the
+/// clamp to [-104, 89] leaves every such x as it is (-0 too: min and max return it), so only the
+/// clamp is dropped: the same bits by construction.
 template <class F>
 GIZML_HD F expOfSmall(F x) {
   F t, fn;
   const F y = expOfReduced(x, t, fn);
+#if defined(__AVX512F__)
+  return scaleByPowerOfTwo(y, fn);
+#else
   // n << 23 is t's bits << 23: t's bits are kExpShift's plus n (two's complement), and
   // kExpShift's (0x4b400000) have nine low zero bits, which the shift leaves as 0 mod 2^32.
   return fromBits(toBits(y) + (toBits(t) << 23));
+#endif
 }
 #endif
 
@@ -147,12 +154,13 @@ GIZML_HD F siluLanes(F v) {
 }
 
 /// siluLanes for lanes that all hold |v| < 86, which the caller has proven (pixelNorm's blocks:
-/// norms/host.cpp): the same value, without the AVX2 exp's test of the lanes (expOfSmall); on other
-/// lane types siluLanes itself.
+/// norms/host.cpp): the same value, without the AVX2 exp's test of the lanes or the AVX-512 exp's
+/// clamp (expOfSmall; exact_math_test's SiluOfSmallOverAllFloats compares every such float); on
+/// other lane types siluLanes itself.
 template <class F>
 GIZML_HD F siluLanesOfSmall(F v) {
-#if !defined(__AVX512F__) && !defined(__CUDACC__)
-  if constexpr (kAvx2Lanes<F>) return v / (expOfSmall(-v) + 1.0f);
+#if !defined(__CUDACC__)
+  if constexpr (kAvx2Lanes<F> || kAvx512Lanes<F>) return v / (expOfSmall(-v) + 1.0f);
 #endif
   return siluLanes(v);
 }

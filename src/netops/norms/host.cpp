@@ -330,10 +330,10 @@ inline __attribute__((always_inline)) void pixelBlockSums(const PixelNorm::Args&
 /// tests/norms_test.cpp's PixelNorm.SiluOfLargeValuesEqualsTheReference has pixels with |y| near
 /// and past 86 (c = 8192) and spikes below (c = 3000).
 ///
-/// Without AVX-512 only (where the exp has a test of the lanes to skip). On a Zen 2, 2 threads,
-/// [8, 384, 8192] with SiLU in place, three rounds of pairs: BF16 11.7 - 11.8 -> 10.6 - 10.9 ms;
-/// F32 the same within the noise (9.5 - 9.9).
-#if !defined(__AVX512F__)
+/// Without AVX-512 the exp skips its test of the lanes there; with it, its clamp. On a Zen 2, 2
+/// threads, [8, 384, 8192] with SiLU in place, three rounds of pairs: BF16 11.7 - 11.8 -> 10.6 -
+/// 10.9 ms; F32 the same within the noise (9.5 - 9.9). On a Xeon (AVX-512), 1 thread, F32 [1, 384,
+/// 256] in L2 out of place: 0.32 -> 0.27 ns a value (at [8, 384, 8192] F32 is bound by memory).
 inline bool pixelValuesSmall(const exact::f32x16 (&ss)[kPixelBlockSteps],
                              const exact::f32x16 (&r)[kPixelBlockSteps], std::int64_t c) {
   if (c >= (std::int64_t{1} << 22)) return false;
@@ -342,10 +342,17 @@ inline bool pixelValuesSmall(const exact::f32x16 (&ss)[kPixelBlockSteps],
     if (!exact::allLanes((r[b] * r[b]) * (ss[b] + tiny) < 3698.0f)) return false;
   return true;
 }
+
+/// Whether 16 lanes round to BF16 in one instruction here (vcvtneps2bf16, exact/convert.hpp's
+/// bf16Bits16), which can also be stored past the caches.
+#if defined(__AVX512BF16__)
+constexpr bool kBf16Instructions = true;
+#else
+constexpr bool kBf16Instructions = false;
 #endif
 
 /// How many channels of a block's BF16 values with SiLU pixelBlockValues holds as F32 before it
-/// rounds and stores them (without AVX-512): [8, 384, 8192] on a Zen 2, 2 threads, 4, 8 and 16
+/// rounds and stores them: [8, 384, 8192] on a Zen 2, 2 threads, 4, 8 and 16
 /// channels took 8.51 - 8.54, 8.45 and 8.31 ms.
 constexpr std::int64_t kHeldChannels = 16;
 
@@ -353,18 +360,23 @@ constexpr std::int64_t kHeldChannels = 16;
 /// the thread's other work for that channel (the next run's prefetch, or the next block's first
 /// pass).
 ///
-/// kHeld (BF16 with SiLU; without AVX-512 only, where rounding to BF16 is integer steps): the values
-/// of kHeldChannels channels go to an F32 buffer in L1 (`held`), and are rounded and stored after
-/// them in a loop of their own. Rounded as they came (each pair during the next pair's SiLU, as
-/// HostRow::LateBF16 does), their ~10 integer instructions a vector sat among SiLU's long chains,
-/// where they cost far more than alone: on a Zen 2, 1 thread, [1, 384, 256] in L2 out of place, 0.69
-/// ns a value against 0.54 with F32 frames (the rounding alone, in a loop: 0.11). Held, and where a
-/// block's values are all numbers (pixelValuesSmall: every |y| < 86, so every SiLU is finite)
-/// rounded without the NaN's test and select (bf16RoundedBitsOfNumbers: the same bits): 0.62.
-/// [8, 384, 8192] in place, 2 threads, best of 7, three rounds of pairs: 9.40 - 9.42 -> 8.32 - 8.33
-/// ms. Without SiLU the rounding has no chains to wait among: stored as it comes. (Frames that
+/// kHeld (BF16 with SiLU): the values of kHeldChannels channels go to an F32 buffer in L1 (`held`),
+/// and are rounded and stored after them in a loop of their own. Rounded as they came (each pair
+/// during the next pair's SiLU, as HostRow::LateBF16 does), their ~10 integer instructions a vector
+/// sat among SiLU's long chains, where they cost far more than alone: on a Zen 2, 1 thread, [1, 384,
+/// 256] in L2 out of place, 0.69 ns a value against 0.54 with F32 frames (the rounding alone, in a
+/// loop: 0.11). Held, and where a block's values are all numbers (pixelValuesSmall: every |y| < 86,
+/// so every SiLU is finite) rounded without the NaN's test and select (bf16RoundedBitsOfNumbers: the
+/// same bits): 0.62. [8, 384, 8192] in place, 2 threads, best of 7, three rounds of pairs: 9.40 -
+/// 9.42 -> 8.32 - 8.33 ms. Without SiLU the rounding has no chains to wait among: stored as it comes. (Frames that
 /// pixelNorm + SiLU has run on in place a thousand times are mostly subnormals, which take BF16
 /// frames 0.89 ns a value: time fresh frames.)
+///
+/// With AVX512_BF16 (one vcvtneps2bf16 a vector, and a streaming store where asked) holding them
+/// helps as well, and the exp's clamp is left out where pixelValuesSmall holds: on a Xeon (AVX-512,
+/// AVX512_BF16, ~3.5 GHz), 1 thread, [1, 384, 256] in L2 out of place, 0.43 -> 0.35 ns a value; 2
+/// threads, [8, 384, 8192] out of place, best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms
+/// (held but stored without streaming: 9.0 ms, each store reading its line first).
 template <bool kHeld, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
@@ -391,8 +403,6 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
                             __attribute__((always_inline)) { two.stream(o, v); });  // a plain store unless `stream`
     }
   };
-  bool small = false;  // pixelValuesSmall
-#if !defined(__AVX512F__)
   const auto heldChannels = [&](auto small) __attribute__((always_inline)) {
     constexpr int kBlock = 16 * kPixelBlockSteps;
     alignas(64) float held[kHeldChannels][kBlock];
@@ -409,19 +419,20 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
 #pragma GCC unroll 8
         for (int b = 0; b < kPixelBlockSteps; ++b) {
           const exact::f32x16 v = exact::loadAll16(held[k] + 16 * b);
-          if constexpr (decltype(small)::value) exact::storeHigh16(o + 16 * b, exact::bf16RoundedBitsOfNumbers(v));
-          else exact::storeBF16x16(o + 16 * b, v);
+          if constexpr (decltype(small)::value && !kBf16Instructions)
+            exact::storeHigh16(o + 16 * b, exact::bf16RoundedBitsOfNumbers(v));
+          else
+            Step{16 * b, 16, stream}.stream(o, v);  // past the caches where asked (AVX512_BF16 only)
         }
       }
     }
   };
-  small = a.act && pixelValuesSmall(ss, r, a.c);
+  const bool small = a.act && pixelValuesSmall(ss, r, a.c);
   if constexpr (kHeld && sizeof(T) == 2) {
     if (small) heldChannels(std::true_type{});
     else heldChannels(std::false_type{});
     return;
   }
-#endif
   if (small) channels(std::true_type{});
   else channels(std::false_type{});
 }
