@@ -203,7 +203,7 @@ TEST(ModulatedNorm, PipelinedRowsEqualRowsInChunks) {
   }
 }
 
-/// A BF16 y past 32 MiB is streamed past the caches too (with AVX512_BF16): every row equals the
+/// A BF16 y past 32 MiB is streamed past the caches too (with AVX-512): every row equals the
 /// same rows in four chunks below that size, RMS and centered.
 TEST(ModulatedNorm, StreamedBF16YEqualsRowsInChunks) {
   const std::int64_t rows = 5504, n = 3072;
@@ -564,7 +564,7 @@ TEST(PixelNorm, SiluOfLargeValuesEqualsTheReference) {
   }
 }
 
-/// An out past 32 MiB, apart from x, is streamed past the caches (BF16 with AVX512_BF16); in place
+/// An out past 32 MiB, apart from x, is streamed past the caches (BF16 with AVX-512); in place
 /// it is not. Both, and each frame taken alone (below 32 MiB), give the same bits, F32 and BF16,
 /// with and without SiLU; 4128 pixels a channel (a multiple of 32: streamable) end each
 /// frame in a short run and partial blocks.
@@ -743,7 +743,7 @@ TEST(GroupNorm, LargeGroupsEqualGroupsInChunks) {
   }
 }
 
-/// A BF16 y past 32 MiB is streamed past the caches too (with AVX512_BF16): every value equals the
+/// A BF16 y past 32 MiB is streamed past the caches too (with AVX-512): every value equals the
 /// same channels in four chunks below that size, with SiLU.
 TEST(GroupNorm, StreamedBF16EqualsGroupsInChunks) {
   const std::int64_t c = 512, groups = 32;

@@ -77,6 +77,10 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 }
 /// The high 16 bits of each lane, stored as 16 consecutive std::uint16_t.
 GIZML_VEC void storeHigh16(std::uint16_t* p, u32x16 v) { storeLow16(p, v >> 16); }
+/// storeHigh16 past the caches (a streaming store; p 32-byte aligned).
+GIZML_VEC void streamHigh16(std::uint16_t* p, u32x16 v) {
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16((__m512i)(v >> 16)));
+}
 /// Lanes 0, 2, ..., 14 of a, then 0, 2, ..., 14 of b.
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);

@@ -58,7 +58,7 @@ ThreadShare threadShare(std::int64_t count) {
 
 void ModulatedNorm::host(const Args& a) {
   // A y as large as a video model's activations is written past the caches (as layerNorm's). A
-  // BF16 y too (with AVX512_BF16; HostRow::At::stream): on a Zen 5, [8192, 3072], 2 threads,
+  // BF16 y too (with AVX-512; HostRow::At::stream): on a Zen 5, [8192, 3072], 2 threads,
   // streamed or not in turn in one process, 30 pairs: faster in 29 of 30 for RMS (median 3.02 ->
   // 2.77 ms) and 24 of 30 centered (3.64 -> 3.32).
   const bool stream = exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n);
@@ -209,7 +209,7 @@ class GroupSliceSums {
 // modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
 // [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
 // of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
-// 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX512_BF16): no difference measured
+// 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX-512): no difference measured
 // there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels
 // run inside the next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23
 // of 30 without: the SiLU's registers pushed the sums' accumulators to the stack), four slices'
@@ -372,11 +372,12 @@ constexpr std::int64_t kHeldChannels = 16;
 /// pixelNorm + SiLU has run on in place a thousand times are mostly subnormals, which take BF16
 /// frames 0.89 ns a value: time fresh frames.)
 ///
-/// With AVX512_BF16 (one vcvtneps2bf16 a vector, and a streaming store where asked) holding them
-/// helps as well, and the exp's clamp is left out where pixelValuesSmall holds: on a Xeon (AVX-512,
-/// AVX512_BF16, ~3.5 GHz), 1 thread, [1, 384, 256] in L2 out of place, 0.43 -> 0.35 ns a value; 2
-/// threads, [8, 384, 8192] out of place, best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms
-/// (held but stored without streaming: 9.0 ms, each store reading its line first).
+/// With AVX-512 (a streaming store where asked; with AVX512_BF16 one vcvtneps2bf16 a vector)
+/// holding them helps as well, and the exp's clamp is left out where pixelValuesSmall holds: on a
+/// Xeon (~3.5 GHz), 1 thread, [1, 384, 256] in L2 out of place, 0.43 -> 0.35 ns a value (an
+/// x86-64-v4 build, without AVX512_BF16: 0.49 -> 0.37); 2 threads, [8, 384, 8192] out of place,
+/// best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms (held but stored without streaming: 9.0
+/// ms, each store reading its line first).
 template <bool kHeld, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
@@ -419,10 +420,18 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
 #pragma GCC unroll 8
         for (int b = 0; b < kPixelBlockSteps; ++b) {
           const exact::f32x16 v = exact::loadAll16(held[k] + 16 * b);
-          if constexpr (decltype(small)::value && !kBf16Instructions)
-            exact::storeHigh16(o + 16 * b, exact::bf16RoundedBitsOfNumbers(v));
-          else
-            Step{16 * b, 16, stream}.stream(o, v);  // past the caches where asked (AVX512_BF16 only)
+          if constexpr (decltype(small)::value && !kBf16Instructions) {
+            const exact::u32x16 bits = exact::bf16RoundedBitsOfNumbers(v);
+#if defined(__AVX512F__)
+            if (stream) {
+              exact::streamHigh16(o + 16 * b, bits);
+              continue;
+            }
+#endif
+            exact::storeHigh16(o + 16 * b, bits);
+          } else {
+            Step{16 * b, 16, stream}.stream(o, v);  // past the caches where asked (AVX-512 only)
+          }
         }
       }
     }
@@ -530,7 +539,7 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
 #pragma GCC unroll 8
     for (std::size_t line = 0; line < block * sizeof(T); line += 64) prefetch(bytes + line);
   };
-  // Out of place, and not past the caches (BF16 has no streaming store without AVX512_BF16), each
+  // Out of place, and not past the caches (BF16 has no streaming store without AVX-512), each
   // store reads its line first: it is asked for, with the intent to write, as far ahead (on a Zen 2,
   // BF16 [8, 384, 8192] with SiLU out of place, 2 threads: 31.6 -> 14.0 - 14.3 ms; 4 and 16
   // channels ahead did the same).
