@@ -352,8 +352,8 @@ constexpr bool kBf16Instructions = false;
 #endif
 
 /// How many channels of a block's BF16 values with SiLU pixelBlockValues holds as F32 before it
-/// rounds and stores them: [8, 384, 8192] on a Zen 2, 2 threads, 4, 8 and 16
-/// channels took 8.51 - 8.54, 8.45 and 8.31 ms.
+/// rounds and stores them: [8, 384, 8192] on a Zen 2, 2 threads, 4, 8 and 16 channels took 8.51 -
+/// 8.54, 8.45 and 8.31 ms.
 constexpr std::int64_t kHeldChannels = 16;
 
 /// A whole block's second pass, from its sums ss: each channel's values into out, then beside(ch),
@@ -368,9 +368,9 @@ constexpr std::int64_t kHeldChannels = 16;
 /// loop: 0.11). Held, and where a block's values are all numbers (pixelValuesSmall: every |y| < 86,
 /// so every SiLU is finite) rounded without the NaN's test and select (bf16RoundedBitsOfNumbers: the
 /// same bits): 0.62. [8, 384, 8192] in place, 2 threads, best of 7, three rounds of pairs: 9.40 -
-/// 9.42 -> 8.32 - 8.33 ms. Without SiLU the rounding has no chains to wait among: stored as it comes. (Frames that
-/// pixelNorm + SiLU has run on in place a thousand times are mostly subnormals, which take BF16
-/// frames 0.89 ns a value: time fresh frames.)
+/// 9.42 -> 8.32 - 8.33 ms. Without SiLU the rounding has no chains to wait among: stored as it
+/// comes. (Frames that pixelNorm + SiLU has run on in place a thousand times are mostly subnormals,
+/// which take BF16 frames 0.89 ns a value: time fresh frames.)
 ///
 /// With AVX-512 (a streaming store where asked; with AVX512_BF16 one vcvtneps2bf16 a vector)
 /// holding them helps as well, and the exp's clamp is left out where pixelValuesSmall holds: on a
