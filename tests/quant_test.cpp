@@ -358,13 +358,11 @@ TEST(Int8Rows, NaNAndInfinity) {
   }
 }
 
-TEST(Int8Rows, AnyExponentEqualsTheReference) {
-  // The host keeps each row's last stage unhalved and rounds its codes without the clamp
-  // (host.cpp: codeOfTwice); it must still give the reference's bits for every magnitude: rows
-  // whose values span the whole exponent range, rows of subnormals and tiny normals (where halving
-  // rounds), rows near the top (sums that overflow to inf), rows of small integers (codes on
-  // halves) and rows with a NaN, as F32 and as BF16.
-  const std::int64_t rows = 40, n = 512;
+/// 40 rows of 512 values of every magnitude (AnyExponentEqualsTheReference's): rows whose values
+/// span the whole exponent range, rows of subnormals and tiny normals (where halving rounds), rows
+/// near the top (sums that overflow to inf), rows of small integers (codes on halves) and a row
+/// with a NaN.
+static std::vector<float> anyExponentRows(std::int64_t rows, std::int64_t n) {
   std::vector<float> x(rows * n);
   std::uint64_t state = 0x9e3779b97f4a7c15u;
   const auto next = [&] {
@@ -393,6 +391,15 @@ TEST(Int8Rows, AnyExponentEqualsTheReference) {
       x[r * n + i] = v;
     }
   x[7 * n + 100] = kNaN;
+  return x;
+}
+
+TEST(Int8Rows, AnyExponentEqualsTheReference) {
+  // The host keeps each row's last stage unhalved and rounds its codes without the clamp
+  // (host.cpp: codeOfTwice); it must still give the reference's bits for every magnitude
+  // (anyExponentRows), as F32 and as BF16.
+  const std::int64_t rows = 40, n = 512;
+  const std::vector<float> x = anyExponentRows(rows, n);
   for (DType dtype : {DType::F32, DType::BF16}) {
     const Tensor in = host(x, {rows, n}).to(dtype);
     const std::vector<float> values = in.toFloats();
@@ -405,6 +412,26 @@ TEST(Int8Rows, AnyExponentEqualsTheReference) {
       EXPECT_TRUE(sameBits(out.s.toVector<float>(), scale)) << "s";
     }
   }
+}
+
+TEST(Int8Rows, EachRowAloneEqualsTheReference) {
+  // A thread's last row (all of a decode step's one row) has its codes found by the reciprocal on
+  // AVX-512 (host.cpp: codeOfTwiceByReciprocal), by the division where a lane lies near a half:
+  // every row of anyExponentRows alone, F32 and BF16, 8 and 4 bits, against the reference.
+  const std::int64_t rows = 40, n = 512;
+  const std::vector<float> x = anyExponentRows(rows, n);
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (int bits : {8, 4})
+      for (std::int64_t r = 0; r < rows; ++r) {
+        SCOPED_TRACE(dtypeName(dtype) + " bits " + std::to_string(bits) + " row " + std::to_string(r));
+        const Tensor in = host(std::vector<float>(x.begin() + r * n, x.begin() + (r + 1) * n), {1, n}).to(dtype);
+        const std::vector<float> values = in.toFloats();
+        std::vector<float> q(n), scale(1);
+        gizml::reference::int8Rows(values.data(), 1, n, bits, q.data(), scale.data());
+        const auto out = netops::int8Rows(in, bits);
+        ASSERT_TRUE(sameBits(out.q.toVector<float>(), q)) << "q";
+        ASSERT_TRUE(sameBits(out.s.toVector<float>(), scale)) << "s";
+      }
 }
 
 TEST(Int8Rows, IntoWritesTheGivenTensors) {
