@@ -45,16 +45,17 @@ GIZML_INLINE f32x16 codeOfTwice(f32x16 z, float twiceScale) { return exact::rint
 /// codeOfTwice of 16 values from q = z * reciprocal (reciprocal = 1 / twiceScale rounded once)
 /// where every lane's q is further than 2^-14 from every half-integer, else by the division: the
 /// same codes. Why q will do is int8CodeByReciprocal's proof (quant.hpp), for z / (2 s) in place of
-/// y / s: 1 / (2 s) is normal for 8 bits; for 4 bits, past s = 2^126 / 7, it may be subnormal, off
-/// by at most 2^-23.8 relative, and |q| <= 127.0001 (codeOfTwice's bound) keeps the error of q
-/// under 2^-21 against the 2^-14 the proof needs. q - rint(q) is exact (Sterbenz; |q| < 2^22), and
-/// its magnitude is int8CodeByReciprocal's gap; a NaN q (a NaN z, or inf z by a zero reciprocal)
-/// fails the test and takes the division. AVX-512 only: there a division of 16 lanes holds the
-/// divider 10 cycles (a Xeon), and a decode step's int8Rows of one row waited on them. For a thread's
-/// last row only (pendingCodes' kAlone): the codes of the rows before run inside the next row's
-/// transform, whose fmas keep the ports busy while the divider works beside them, and there the
-/// reciprocal's steps cost more than they save (a Xeon, int8Rows [32, 3072], 1 thread, 29.8 ->
-/// 32.8 us; [8192, 3072], 2 threads, 4.49 -> 4.83 ms), where one row gained 1.27 -> 1.08 us.
+/// y / s. 1 / (2 s) is normal unless s > 2^125, which only 4 bits reach (s <= FLT_MAX / 7): there
+/// it is off by at most 2^-23.8 relative, and |q| <= 7.0001 (codeOfTwice's bound for 4 bits) keeps
+/// q within 2^-19 of the rounded quotient, against the 2^-14 the proof needs. q - rint(q) is exact
+/// (Sterbenz; |q| < 2^22), and its magnitude is int8CodeByReciprocal's gap; a NaN q (a NaN z, or
+/// inf z by a zero reciprocal) fails the test and takes the division. AVX-512 only: there a
+/// division of 16 lanes holds the divider 10 cycles (a Xeon), and a decode step's int8Rows of one
+/// row waited on them. For a thread's last row only (pendingCodes' kAlone): the codes of the rows
+/// before run inside the next row's transform, whose fmas keep the ports busy while the divider
+/// works beside them, and there the reciprocal's steps cost more than they save (a Xeon, int8Rows
+/// [32, 3072], 1 thread, 29.8 -> 32.8 us; [8192, 3072], 2 threads, 4.49 -> 4.83 ms), where one row
+/// gained 1.27 -> 1.08 us.
 #if defined(__AVX512F__)
 GIZML_INLINE f32x16 codeOfTwiceByReciprocal(f32x16 z, float reciprocal, float twiceScale) {
   constexpr float kMost = 0.5f - 0x1p-14f;
