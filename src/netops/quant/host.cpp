@@ -61,7 +61,7 @@ GIZML_INLINE f32x16 codeOfTwiceByReciprocal(f32x16 z, float reciprocal, float tw
   constexpr float kMost = 0.5f - 0x1p-14f;
   const f32x16 q = z * reciprocal, r = exact::roundToEven(q);
   if (exact::allLanes(exact::absLane(q - r) < kMost)) [[likely]]
-    return exact::rintOrPlusZero(r);  // r's zeros made +0, as rintOrPlusZero(q) would
+    return r + 0.0f;  // r is an integer already: only its -0 made +0, as rintOrPlusZero(q) does
   return codeOfTwice(z, twiceScale);
 }
 #endif
@@ -78,7 +78,7 @@ GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& 
   const float* const held = p.held;
   float* const q = static_cast<float*>(a.q) + p.r * a.n;
   const float twiceScale = p.twiceScale;
-  const float reciprocal = 1.0f / twiceScale;
+  const float reciprocal = kAlone ? 1.0f / twiceScale : 0.0f;  // codeOfTwiceByReciprocal's only
   const auto codes = [&](std::int64_t i) {
 #if defined(__AVX512F__)
     if constexpr (kAlone) return codeOfTwiceByReciprocal(exact::loadAll16(held + i), reciprocal, twiceScale);
