@@ -59,6 +59,26 @@ winners_limit="${ROWS_SWEEP_WINNERS_LIMIT:-90}"
 # The registry's cases of the ops with other forms than their default (tests/CMakeLists.txt's
 # GIZML_ROW_BLOCK_OPS, which ctest's GpuCheckListsTheRowBlockOps compares with this copy).
 ROW_BLOCK_TESTS='*GpuEqualsHost/modulatedNorm*:*GpuEqualsHost/gatedNormAdd*:*GpuEqualsHost/int8Rows_*:*GpuEqualsHost/int8RowsInto_*:*GpuEqualsHost/modulatedInt8Rows*:*GpuEqualsHost/rowNormRope*:*GpuEqualsHost/groupNorm*:*GpuEqualsHost/pixelNorm*:*GpuEqualsHost/layerNorm_*:*GpuEqualsHost/rmsNorm*'
+# bench_run <limit s> <filter> [env's arguments...]: gizml_bench on GPU 0 with those variables (and
+# -u NAME: without one), its output appended to the log; its exit (124: timed out). A run stopped by
+# its limit prints no share table: the shares of the benchmarks it finished are then taken from the
+# file it writes as each one ends (GIZML_BENCH_SHARES, bench/bench_main.cpp), under a heading of
+# their own, so that one slow run keeps what it measured.
+bench_run() {
+  local limit=$1 filter=$2 before rc
+  shift 2
+  before=$(wc -l < "$LOG")
+  rm -f "$LOG.shares"
+  env "$@" GIZML_BENCH_DEVICE=cuda GIZML_BENCH_SHARES="$LOG.shares" timeout "$limit" "$BENCH" \
+    --benchmark_filter="$filter" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1
+  rc=$?
+  if ! tail -n +"$((before + 1))" "$LOG" | grep -q 'share of the copy'; then
+    echo "bytes/s as a share of the copy measured before it, the benchmarks finished (the run stopped: exit $rc):" >> "$LOG"
+    [ -f "$LOG.shares" ] && cat "$LOG.shares" >> "$LOG"
+  fi
+  rm -f "$LOG.shares"
+  return $rc
+}
 total=$((${ROWS_SWEEP_TOTAL:-420} - winners_limit)) start=$SECONDS ran=""
 for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
@@ -83,10 +103,8 @@ for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16
   fi
   head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead GIZML_CUDA_BY_ROWS=$byRows GIZML_CUDA_L2_PREFETCH=$prefetch"
   echo "$head" | tee -a "$LOG"
-  if ! GIZML_BENCH_DEVICE=cuda GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_BY_ROWS="$byRows" GIZML_CUDA_L2_PREFETCH="$prefetch" \
-    timeout "$limit" "$BENCH" \
-    --benchmark_filter="$filter" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
+  if ! bench_run "$limit" "$filter" GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
+    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_BY_ROWS="$byRows" GIZML_CUDA_L2_PREFETCH="$prefetch"; then
     echo "gpu-rows-sweep: the run $run failed or timed out (see $LOG)" | tee -a "$LOG"
     status=1
   fi
@@ -159,8 +177,7 @@ echo "$head" | tee -a "$LOG"
 winners=(-u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS
   -u GIZML_CUDA_L2_PREFETCH GIZML_CUDA_ROW_PLAN="$plan")
 run_limit=$((winners_limit * 2 / 3)) check_limit=$((winners_limit - winners_limit * 2 / 3))
-if ! env "${winners[@]}" GIZML_BENCH_DEVICE=cuda timeout "$run_limit" "$BENCH" \
-  --benchmark_filter="$FILTER" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1; then
+if ! bench_run "$run_limit" "$FILTER" "${winners[@]}"; then
   echo "gpu-rows-sweep: the winners' run failed or timed out (see $LOG)" | tee -a "$LOG"
   status=1
 fi
@@ -173,7 +190,8 @@ awk -v n="$head" '$0 == n {w = 1; s = 0; next}
                     if (w) won[name] = $2; else if (!(name in top) || $2 + 0 > top[name] + 0) top[name] = $2
                     if (!(name in seen)) {seen[name] = 1; order[++count] = name}}
      END {for (i = 1; i <= count; i++)
-            printf "  %-44s %7s  (best %s)\n", order[i], (order[i] in won) ? won[order[i]] : "-", top[order[i]]}' "$LOG" |
+            printf "  %-44s %7s  (best %s)\n", order[i], (order[i] in won) ? won[order[i]] : "-",
+                   (order[i] in top) ? top[order[i]] : "-"}' "$LOG" |
   tee -a "$LOG.table"
 cat "$LOG.table" >> "$LOG" && rm -f "$LOG.table"
 # Their bits: GPU = host under the same plans (a failure here keeps them from being the defaults).
