@@ -597,18 +597,24 @@ void PixelNorm::host(const Args& a) {
   // 30 (4.14 -> 3.27) and out of place 30 of 30 (4.14 -> 3.26); 1 thread, F32 in place, 7.26 -> 4.72
   // ms; in the caches faster too (1 thread, [1, 192, 512] out of place: 19.5 -> 17.6 us). Without
   // SiLU, where the second pass has little arithmetic to hide the reads behind, F32 in place was
-  // slower (1.99 -> 2.91 ms, 30 of 30; BF16 1.19 -> 1.15): with AVX-512 those take the runs below.
+  // slower (1.99 -> 2.91 ms, 30 of 30; BF16 1.19 -> 1.15): with AVX-512 those took the runs below.
   // Without it they take the pipeline too since it asks for its values ahead (kSumsAhead): on a Zen
   // 2 (AVX2), [8, 384, 8192], 2 threads, best of 12, F32 in place 10.0 - 11.0 -> 5.3 - 5.6 ms, out
   // of place 9.2 - 10.6 -> 5.4 - 5.8; BF16 in place 12.7 - 13.5 -> 8.7 - 8.8, out of place 24.1 -
   // 24.6 -> 7.4 - 7.5 (the Zen 5's AVX-512 runs above predate those prefetches; not measured again).
+  // With AVX-512 the pipeline without SiLU is taken in place. On a Xeon (Sapphire Rapids class, 2
+  // MiB L2 a core), 2 threads, best of 7 in alternated runs of two builds, it won there at every size:
+  // [8, 384, 8192] F32 6.4 - 7.8 -> 4.8 - 6.3 ms, BF16 4.1 - 5.0 -> 2.2 - 2.7; [1, 384, 8192] F32
+  // 0.56 - 0.58 -> 0.48; 1 thread, [1, 384, 256] 9.3 us -> 8.5 - 8.8. Out of place it was no better:
+  // streamed ([8, 384, 8192]) F32 2 - 5 % faster, BF16 3.0 - 3.4 against 2.9 - 3.7 ms, and in the
+  // caches slower (F32 [1, 384, 8192] 0.70 - 0.78 -> 0.85 - 0.87 ms, [1, 16, 8192] 9.9 -> 11.0 us).
 #if defined(__AVX512F__)
-  constexpr bool kPipelineWithoutSiLU = false;
+  const bool pipelineWithoutSiLU = a.out == a.x;
 #else
-  constexpr bool kPipelineWithoutSiLU = true;
+  constexpr bool pipelineWithoutSiLU = true;
 #endif
   const int threads = exact::hostThreadsFor(runs.count(), PixelNorm::costAValue(a) * values);
-  if (a.act || kPipelineWithoutSiLU) {
+  if (a.act || pipelineWithoutSiLU) {
     exact::hostParallel(threads, [&] {
       const auto [first, last] = threadShare(runs.count());  // this thread's runs
       if (a.bf16 && a.act)  // BF16 values held a few channels (pixelBlockValues) with SiLU only
