@@ -141,7 +141,7 @@ void BM_PixelNorm(benchmark::State& state) {  // 8 frames of 384 channels x 8192
 
 /// pixelNorm without SiLU of one frame of few channels (argument: channels) x 8192 pixels, out of
 /// place, in microseconds: each 16 pixels' scale (a square root and a division) weighs where there
-/// are few channels to share it (README "Benchmarks", stop 48). Named apart from BM_PixelNorm, which
+/// are few channels to share it (docs/tuning-log.md, stop 48). Named apart from BM_PixelNorm, which
 /// tools/gpu-rows-sweep.sh averages as the op's.
 void BM_FewChannelsPixelNorm(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
@@ -151,8 +151,8 @@ void BM_FewChannelsPixelNorm(benchmark::State& state) {
 }
 
 // BM_PixelNorm on BF16 frames, as a video model keeps its activations: half the bytes, the same
-// arithmetic and the conversions, so on a host of few cores SiLU's exact arithmetic bounds it (README
-// "Benchmarks", stop 43). Named apart from BM_PixelNorm so tools/gpu-rows-sweep.sh's runs skip it.
+// arithmetic and the conversions, so on a host of few cores SiLU's exact arithmetic bounds it
+// (docs/tuning-log.md, stop 43). Named apart from BM_PixelNorm so tools/gpu-rows-sweep.sh's runs skip it.
 void BM_Bf16PixelNorm(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor start = Tensor::normal(Key{1, 1}, {8, 384, 8192}, d).to(DType::BF16);
@@ -172,7 +172,7 @@ void BM_GroupNorm(benchmark::State& state) {  // 512 channels of 48 x 1024, 32 g
 
 /// groupNorm + SiLU of small maps (arguments: channels, values a channel; 32 groups), in
 /// microseconds a call: a low-resolution level's calls, where each group's 16 slices are a few
-/// values and their sums' ends (sum16's tree, twice a slice) weigh (README "Benchmarks", stop 48).
+/// values and their sums' ends (sum16's tree, twice a slice) weigh (docs/tuning-log.md, stop 48).
 /// Named apart from BM_GroupNorm, which tools/gpu-rows-sweep.sh averages as the op's.
 void BM_SmallGroupNorm(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
