@@ -142,9 +142,23 @@ void RowNormRope::host(const Args& a) {
 
 void GroupNormSlices::host(const Args& a) { exact::hostRows<GroupNormSlices>(a); }
 
-void GroupNorm::host(const Args& a) {
-  exact::hostRows<GroupNorm>(a, exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n));
+namespace {
+
+/// Whether groupNorm writes y past the caches: where y is as large as exact::streamable asks, and
+/// not x itself. In place each line was just read into the caches, and streaming it back was
+/// slower (as pixelNorm's): on a Xeon (2 MiB L2 a core), 2 threads, in place, best of 7 in
+/// alternated runs of two builds, [512, 48 x 1024] / 32 6.6 - 6.8 -> 5.4 - 5.5 ms, [256, 48 x
+/// 1024] 3.3 -> 2.0, [512, 96 x 1024] 13.3 -> 10.8 (with SiLU 15.2 - 15.5 -> 13.8 - 13.9); 1
+/// thread, [512, 48 x 1024] 12.5 - 12.7 -> 10.1 - 10.2 (with SiLU 14.1 - 14.4 -> 11.5 - 12.4).
+/// The one shape it did not help: [512, 48 x 1024] with SiLU on 2 threads, 7.4 - 7.9 against 7.6
+/// - 8.2 ms.
+bool groupNormStreams(const GroupNorm::Args& a) {
+  return a.y != a.x && exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n);
 }
+
+}  // namespace
+
+void GroupNorm::host(const Args& a) { exact::hostRows<GroupNorm>(a, groupNormStreams(a)); }
 
 namespace {
 
@@ -205,8 +219,9 @@ class GroupSliceSums {
 // a 16 values against 14.4; 2 threads, 8 MB: faster in 25 - 28 of 30). The x86-64-v3 build, 20
 // pairs: with SiLU 6.84 -> 5.52 ms, without 4.43 -> 4.10, BF16 y with SiLU 9.45 -> 8.52.
 //
-// A y as large as a video model's activations is written past the caches (streamable), as
-// modulatedNorm's: its lines are then never read from memory before they are written. On a Zen 5,
+// A y as large as a video model's activations, apart from x, is written past the caches
+// (groupNormStreams), as modulatedNorm's: its lines are then never read from memory before they
+// are written. On a Zen 5,
 // [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
 // of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
 // 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX-512): no difference measured
@@ -225,7 +240,7 @@ void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& c
     return;
   }
   constexpr std::int64_t kPiece = 128;  // values of a group between 8 steps of the next group's sums
-  const bool stream = exact::streamable(channels.y, channels.yBF16, channels.rows * channels.n, channels.n);
+  const bool stream = groupNormStreams(channels);
   const std::int64_t n = channels.n;
   exact::hostParallel(exact::hostThreadsFor(groups, exact::hostWork<GroupNorm>(channels)), [&] {
     const auto [first, last] = threadShare(groups);  // this thread's groups
