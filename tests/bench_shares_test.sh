@@ -7,13 +7,18 @@
 set -uo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+fail() {
+  cat "$work/out"
+  echo "bench_shares_test: $1"
+  exit 1
+}
 GIZML_BENCH_SHARES="$work/shares" "$1" --benchmark_filter='BM_Copy/4096/4096|BM_(Rms|Layer)Norm/4096/4096' \
-  --benchmark_min_time=0.01 > "$work/out" 2>&1 || { cat "$work/out"; echo "bench_shares_test: the bench failed"; exit 1; }
+  --benchmark_min_time=0.01 > "$work/out" 2>&1 || fail "the bench failed"
 lines=$(grep -c . "$work/shares" 2>/dev/null)
-[ "$lines" = 2 ] || { cat "$work/out"; echo "bench_shares_test: expected 2 share lines, got ${lines:-no file}"; exit 1; }
+[ "$lines" = 2 ] || fail "expected 2 share lines in GIZML_BENCH_SHARES, got ${lines:-no file}"
 for name in LayerNorm RmsNorm; do
   line=$(grep -E "^  BM_$name/4096/4096/real_time +[0-9]+\.[0-9]%  of BM_Copy/4096/4096/real_time$" "$work/shares") ||
-    { cat "$work/shares"; echo "bench_shares_test: no share line for BM_$name"; exit 1; }
-  grep -qxF -- "$line" "$work/out" || { cat "$work/out"; echo "bench_shares_test: '$line' is not the table's"; exit 1; }
+    fail "no share line for BM_$name in: $(cat "$work/shares")"
+  grep -qxF -- "$line" "$work/out" || fail "'$line' is not the table's"
 done
 echo "bench_shares_test: passed"

@@ -16,7 +16,8 @@ cat > "$work/build/bench/gizml_bench" <<'EOF'
 # The stand-in: the bench's table rows, its share lines (also appended to GIZML_BENCH_SHARES as each
 # benchmark ends) and its closing table, for three benchmarks of [8192, 3072].
 share() {
-  printf '  %-58s %6.1f%%  of %s\n' "$1/real_time" "$2" "BM_Copy/8192/3072/real_time" | tee -a "$GIZML_BENCH_SHARES" >> "$0.table.$$"
+  printf '  %-58s %6.1f%%  of %s\n' "$1/real_time" "$2" "BM_Copy/8192/3072/real_time" |
+    tee -a "$GIZML_BENCH_SHARES" >> "$0.table.$$"
   echo "$1/real_time 1.00 ms 1.00 ms 100 10G/s"
 }
 echo "BM_Copy/8192/3072/real_time 1.00 ms 1.00 ms 100 20G/s"
@@ -49,7 +50,8 @@ grep -qE '^  BM_ModulatedNorm/0 +30\.0% +- +0$' "$log" || fail "modulatedNorm/0'
 plan="gatedNormAddInto=b0,modulatedNorm=0"
 [ "$(cat "$work/out/row-plan.txt" 2>/dev/null)" = "$plan" ] || fail "row-plan.txt should be $plan"
 grep -qF "== winners: GIZML_CUDA_ROW_PLAN=$plan" "$log" || fail "no winners' run with $plan"
-grep -qE '^  BM_GatedNormAdd +40\.0%  \(best 61\.5%\)$' "$log" || fail "the winners' table should give 40.0% (best 61.5%)"
+grep -qE '^  BM_GatedNormAdd +40\.0%  \(best 61\.5%\)$' "$log" ||
+  fail "the winners' table should give 40.0% (best 61.5%)"
 grep -q "no tests/registry_test" "$log" || fail "the missing check is not reported"
 grep -q "kMeasuredRowPlans" "$log" && fail "an unchecked plan was offered as the defaults"
 echo "gpu_sweep_test: passed"

@@ -73,7 +73,7 @@ bench_run() {
     --benchmark_filter="$filter" --benchmark_min_time=0.1 --benchmark_color=false >> "$LOG" 2>&1
   rc=$?
   if ! tail -n +"$((before + 1))" "$LOG" | grep -q 'share of the copy'; then
-    echo "bytes/s as a share of the copy measured before it, the benchmarks finished (the run stopped: exit $rc):" >> "$LOG"
+    echo "bytes/s as a share of the copy, the benchmarks finished (the run stopped: exit $rc):" >> "$LOG"
     [ -f "$LOG.shares" ] && cat "$LOG.shares" >> "$LOG"
   fi
   rm -f "$LOG.shares"

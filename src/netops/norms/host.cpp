@@ -146,11 +146,11 @@ namespace {
 
 /// Whether groupNorm writes y past the caches: where y is as large as exact::streamable asks, and
 /// not x itself. In place each line was just read into the caches, and streaming it back was
-/// slower (as pixelNorm's): on a Xeon (2 MiB L2 a core), 2 threads, in place, best of 7 in
-/// alternated runs of two builds, [512, 48 x 1024] / 32 6.6 - 6.8 -> 5.4 - 5.5 ms, [256, 48 x
+/// slower (as pixelNorm's): on a Xeon (AVX-512, 2 MiB L2 a core), 2 threads, in place, best of 7
+/// in alternated runs of two builds, [512, 48 x 1024] / 32 6.5 - 6.8 -> 5.4 - 5.7 ms, [256, 48 x
 /// 1024] 3.3 -> 2.0, [512, 96 x 1024] 13.3 -> 10.8 (with SiLU 15.2 - 15.5 -> 13.8 - 13.9); 1
 /// thread, [512, 48 x 1024] 12.5 - 12.7 -> 10.1 - 10.2 (with SiLU 14.1 - 14.4 -> 11.5 - 12.4).
-/// The one shape it did not help: [512, 48 x 1024] with SiLU on 2 threads, 7.4 - 7.9 against 7.6
+/// The one shape it did not help: [512, 48 x 1024] with SiLU on 2 threads, 7.3 - 7.9 against 7.5
 /// - 8.2 ms.
 bool groupNormStreams(const GroupNorm::Args& a) {
   return a.y != a.x && exact::streamable(a.y, a.yBF16, a.rows * a.n, a.n);
@@ -221,11 +221,10 @@ class GroupSliceSums {
 //
 // A y as large as a video model's activations, apart from x, is written past the caches
 // (groupNormStreams), as modulatedNorm's: its lines are then never read from memory before they
-// are written. On a Zen 5,
-// [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30 pairs: faster in 28
-// of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30 without (median
-// 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX-512): no difference measured
-// there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels
+// are written. On a Zen 5, [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one
+// process, 30 pairs: faster in 28 of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and
+// in 29 of 30 without (median 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX-512): no
+// difference measured there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels
 // run inside the next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23
 // of 30 without: the SiLU's registers pushed the sums' accumulators to the stack), four slices'
 // sums side by side (faster in 10 of 30 only), asking for the next group's values during a group's
@@ -617,7 +616,7 @@ void PixelNorm::host(const Args& a) {
   // 2 (AVX2), [8, 384, 8192], 2 threads, best of 12, F32 in place 10.0 - 11.0 -> 5.3 - 5.6 ms, out
   // of place 9.2 - 10.6 -> 5.4 - 5.8; BF16 in place 12.7 - 13.5 -> 8.7 - 8.8, out of place 24.1 -
   // 24.6 -> 7.4 - 7.5 (the Zen 5's AVX-512 runs above predate those prefetches; not measured again).
-  // With AVX-512 the pipeline without SiLU is taken in place. On a Xeon (Sapphire Rapids class, 2
+  // With AVX-512 the pipeline without SiLU is taken in place. On a Xeon (AVX-512 with AVX512_BF16, 2
   // MiB L2 a core), 2 threads, best of 7 in alternated runs of two builds, it won there at every size:
   // [8, 384, 8192] F32 6.4 - 7.8 -> 4.8 - 6.3 ms, BF16 4.1 - 5.0 -> 2.2 - 2.7; [1, 384, 8192] F32
   // 0.56 - 0.58 -> 0.48; 1 thread, [1, 384, 256] 9.3 us -> 8.5 - 8.8. Out of place it was no better:
