@@ -220,16 +220,16 @@ class GroupSliceSums {
 // pairs: with SiLU 6.84 -> 5.52 ms, without 4.43 -> 4.10, BF16 y with SiLU 9.45 -> 8.52.
 //
 // A y as large as a video model's activations, apart from x, is written past the caches
-// (groupNormStreams), as modulatedNorm's: its lines are then never read from memory before they
-// are written. On a Zen 5, [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one
-// process, 30 pairs: faster in 28 of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and
-// in 29 of 30 without (median 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX-512): no
-// difference measured there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's channels
-// run inside the next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with SiLU, 23
-// of 30 without: the SiLU's registers pushed the sums' accumulators to the stack), four slices'
-// sums side by side (faster in 10 of 30 only), asking for the next group's values during a group's
-// channels (slower in 29 of 30), and each channel followed by the next group's slices that it had
-// asked for into L2 (slower in 19 - 20 of 20 with SiLU).
+// (groupNormStreams), as modulatedNorm's: its lines are then never read from memory before they are
+// written. On a Zen 5, [512, 48 x 1024] / 32, 2 threads, streamed or not in turn in one process, 30
+// pairs: faster in 28 of 30 with SiLU (best 5.55 -> 4.88 ms, median 5.79 -> 5.22) and in 29 of 30
+// without (median 5.47 -> 5.06). A BF16 y streams by the same rule (with AVX-512): no difference
+// measured there, 3.5 - 3.8 ms either way. Tried and dropped, each slower in such pairs: a group's
+// channels run inside the next group's slice sums, as modulatedNorm's rows (slower in 30 of 30 with
+// SiLU, 23 of 30 without: the SiLU's registers pushed the sums' accumulators to the stack), four
+// slices' sums side by side (faster in 10 of 30 only), asking for the next group's values during a
+// group's channels (slower in 29 of 30), and each channel followed by the next group's slices that
+// it had asked for into L2 (slower in 19 - 20 of 20 with SiLU).
 void groupNormHost(const GroupNormSlices::Args& slices, const GroupNorm::Args& channels) {
   const std::int64_t groups = slices.rows / kGroupSlices;
   if (groups < 2 * omp_get_max_threads()) {

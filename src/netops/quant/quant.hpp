@@ -41,6 +41,10 @@ GIZML_HD F int8Code(F y, float s, float lo, float hi) {
   return exact::select(exact::isNan(v), F{}, r);
 }
 
+/// The furthest q = y * (1 / s) may lie from an integer for its code to be y / s's
+/// (int8CodeByReciprocal's proof; the host's codeOfTwiceByReciprocal too).
+constexpr float kReciprocalCodeGap = 0.5f - 0x1p-14f;
+
 /// int8Code(y, s, lo, hi) of one value from q = y * reciprocal (reciprocal = 1 / s rounded once),
 /// where q cannot give another code than y / s rounded: returns whether it could, with `biased` the
 /// code plus kCodeBias where it could. A GPU's division is some ten instructions (a reciprocal, its
@@ -60,11 +64,10 @@ GIZML_HD F int8Code(F y, float s, float lo, float hi) {
 /// compare it with int8Code at every distance of up to 40 ulps from the half-integers of many
 /// scales, and count how often it declines.
 GIZML_HD bool int8CodeByReciprocal(float y, float reciprocal, float lo, float hi, float& biased) {
-  constexpr float kMost = 0.5f - 0x1p-14f;  // the furthest from an integer at which q will do
   const float q = y * reciprocal;
   const float a = fabsf(q), gap = a - ((a + kCodeBias) - kCodeBias);
   biased = fmaxf(lo, fminf(hi, q)) + kCodeBias;
-  return fabsf(gap) < kMost;  // false for NaN
+  return fabsf(gap) < kReciprocalCodeGap;  // false for NaN
 }
 
 // ---- the ops' kernels ----------------------------------------------------------------------------------
