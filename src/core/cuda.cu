@@ -132,15 +132,31 @@ KernelFacts& kernelFacts() {
   static KernelFacts facts;
   return facts;
 }
+
+/// Sets kernel's carveout hint to `percent` (-1: none, the driver's own split) where the last one
+/// set differs; f.lock held. A kernel never given a hint has none: -1 asks nothing of CUDA.
+void setCarveout(KernelFacts& f, int device, const void* kernel, int percent) {
+  const auto key = std::make_pair(device, kernel);
+  const auto last = f.carveout.find(key);
+  if (last == f.carveout.end() ? percent == -1 : last->second == percent) return;
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) != cudaSuccess) {
+    cudaGetLastError();  // a hint not given
+    return;
+  }
+  f.carveout[key] = percent;
+}
 }  // namespace
 
 int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, std::size_t sharedBytes) {
   KernelFacts& f = kernelFacts();
   const auto key = std::make_tuple(device, kernel, threads, sharedBytes);
-  {
-    std::lock_guard<std::mutex> g(f.lock);
-    if (const auto it = f.resident.find(key); it != f.resident.end()) return it->second;
-  }
+  // Held across the question: the answer is kept for every later launch, so it is asked without
+  // a carveout hint that another launch's plan left on the kernel (preferSharedFor), which CUDA's
+  // occupancy may count, and no other thread sets one meanwhile.
+  std::lock_guard<std::mutex> g(f.lock);
+  if (const auto it = f.resident.find(key); it != f.resident.end()) return it->second;
+  setCarveout(f, device, kernel, -1);
   int perSm = 0;
   if (cudaSetDevice(device) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, static_cast<int>(threads), sharedBytes) != cudaSuccess) {
@@ -149,18 +165,19 @@ int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, 
   }
   // A 0 (or an error) is not kept: a kernel not yet allowed its shared memory is asked again once
   // it is (allowSharedOnce), so a larger leave needs nothing kept to be forgotten.
-  if (perSm > 0) {
-    std::lock_guard<std::mutex> g(f.lock);
-    f.resident[key] = perSm;
-  }
+  if (perSm > 0) f.resident[key] = perSm;
   return perSm;
 }
 
 void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, int blocks) {
-  // Asked at every such launch: CUDA is asked once for each (device, kernel, bytes, blocks), and
-  // the attribute set only where the kernel's last one differs.
   KernelFacts& f = kernelFacts();
   std::lock_guard<std::mutex> g(f.lock);
+  if (blocks <= 0) {  // no hint: undo one that an earlier launch of the kernel left
+    setCarveout(f, device, kernel, -1);
+    return;
+  }
+  // Asked at every such launch: CUDA is asked once for each (device, kernel, bytes, blocks), and
+  // the attribute set only where the kernel's last one differs.
   const auto asked = std::make_tuple(device, kernel, sharedBytes, blocks);
   auto it = f.carveoutFor.find(asked);
   if (it == f.carveoutFor.end()) {
@@ -177,15 +194,7 @@ void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, in
     const std::size_t percent = std::min<std::size_t>(100, (100 * need + most - 1) / most);
     it = f.carveoutFor.emplace(asked, static_cast<int>(percent)).first;
   }
-  const int percent = it->second;
-  const auto key = std::make_pair(device, kernel);
-  if (const auto last = f.carveout.find(key); last != f.carveout.end() && last->second == percent) return;
-  if (cudaSetDevice(device) != cudaSuccess ||
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
-  f.carveout[key] = percent;
+  setCarveout(f, device, kernel, it->second);
 }
 
 void allowSharedOnce(int device, const char* function, const void* kernel, std::size_t bytes) {

@@ -53,7 +53,9 @@ int residentPerMultiprocessor(int device, const void* kernel, unsigned threads, 
 /// Asks that a multiprocessor of `device` keep as shared memory (its carveout, in percent; the
 /// rest is L1) what `blocks` blocks of `kernel` with `sharedBytes` of dynamic shared memory take
 /// (its static bytes and the 1 KiB CUDA keeps a block counted): a hint, which the driver may
-/// overrule; nothing where CUDA cannot say (cuda.cu).
+/// overrule; nothing where CUDA cannot say (cuda.cu). blocks <= 0 takes back the kernel's hint,
+/// if it has one (the driver's own split again). The hint stays on the kernel until then, and
+/// residentPerMultiprocessor takes it back before it asks CUDA for an occupancy to keep.
 void preferSharedFor(int device, const void* kernel, std::size_t sharedBytes, int blocks);
 
 /// rowBlocksGrid for a kernel whose blocks stride over their items and copy the next one while
@@ -75,8 +77,10 @@ Grid residentGrid(const Gpu& g, Kernel* kernel, std::int64_t items, unsigned thr
   const std::int64_t resident = static_cast<std::int64_t>(sms) * perSm;
   if (resident > 0 && resident < grid.blocks) grid.blocks = static_cast<unsigned>(resident);
   const unsigned cap = rowBlocksCap(g.device.index, plan.rowsPerSm, 1);
-  if (cap != kMostBlocks && sms > 0 && static_cast<int>(cap / sms) < perSm)
-    preferSharedFor(g.device.index, k, sharedBytes, static_cast<int>(cap / sms));
+  const bool fewer = cap != kMostBlocks && sms > 0 && static_cast<int>(cap / sms) < perSm;
+  // Else no hint (0): a hint an earlier launch of this kernel left (another shape, or another
+  // plan's op on the same kernel) would still hold, and keep shared memory from blocks that fit.
+  preferSharedFor(g.device.index, k, sharedBytes, fewer ? static_cast<int>(cap / sms) : 0);
   return grid;
 }
 

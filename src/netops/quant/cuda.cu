@@ -73,9 +73,12 @@ __device__ void codeRowBlocks(const exact::WarpRow& row, const Int8Rows::Args& c
 
 /// Dynamic shared memory: a half-warp's scratch (exact::kRowsScratch floats each), through which
 /// its blocks, loaded by rows (16-byte loads), pass once into the transform's layout
-/// (exact::hadamard256FromRows). x on 16 bytes.
+/// (exact::hadamard256FromRows). x on 16 bytes. Bounded to 512 threads (threadsFor's most), so
+/// that ptxas keeps a block's registers within a multiprocessor's 64 K (128 a thread), which
+/// nothing held before: past them the launch would fail. sm_90a: 51 and 64 registers for K = 1
+/// and 2 with the bound (56 and 72 without), no spills.
 template <int K>
-__global__ void int8RowBlocksKernel(const Int8Rows::Args a) {
+__global__ void __launch_bounds__(16 * kMostHalves) int8RowBlocksKernel(const Int8Rows::Args a) {
   GIZML_DYNAMIC_SHARED(float, scratch);
   __shared__ float halfMax[kMostHalves];
   const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
@@ -127,8 +130,9 @@ __device__ void modulatedBlockByRows(const exact::WarpRow& row, const ModulatedI
 /// Dynamic shared memory: two rows of x laid out as SwizzledBlocksRow (detail::forStagedSwizzledRows),
 /// each block's copy then its half-warp's scratch. x, w, shift, scale and y on 16 bytes. Registers
 /// held to 56 and 80 (ptxas sm_90a, nvcc 13: left to itself it takes 64 and 81, a block of 192
-/// threads fewer a multiprocessor at [., 3072], 6 -> 5, and one of 384 at [., 12288], 2 -> 1); at
-/// 80 it spills two registers, loaded a few times a row by the statistics' half-warp.
+/// threads fewer a multiprocessor at [., 3072], 6 -> 5, and one of 384 at [., 12288], 2 -> 1). At
+/// 56 it spills 32 bytes a thread (92 read back), at 80 nothing (stop 51; stop 34 saw two
+/// registers spilled at 80 and none at 56): whether 64 and 5 blocks would be faster is unmeasured.
 template <int K>
 __global__ void __maxnreg__(K == 1 ? 56 : 80) modulatedInt8RowBlocksKernel(const ModulatedInt8Rows::Args a, const detail::ErrorFlag flag) {
   GIZML_DYNAMIC_SHARED(float, staging);
