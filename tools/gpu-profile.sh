@@ -16,7 +16,8 @@
 # under a "== run bench" line. PROFILE_LIMIT (60 s) caps each process and PROFILE_TOTAL (240 s)
 # all of them: the rest are left out, and said to be. Needs `ncu` (Nsight Compute, part of the
 # CUDA toolkit): on PATH, in /usr/local/cuda*/bin or /opt/nvidia/nsight-compute/*; NCU=path picks
-# one. Exit 2 where there is none or no build; 1 where a run failed or the budget ran out.
+# one. Exit 2 where there is none, no build, or ncu may not read the counters (ERR_NVGPUCTRPERM,
+# said after the first try); 1 where a run failed or the budget ran out.
 #   usage: tools/gpu-profile.sh [build folder, default build-gpu]
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,6 +76,13 @@ profileRun() {
       --benchmark_filter="^$bench/real_time\$" --benchmark_min_time=0.01 --benchmark_color=false >> "$LOG" 2>&1; then
       echo "gpu-profile: $run $bench failed or timed out (see $LOG)" | tee -a "$LOG"
       status=1
+      # Where the driver keeps the GPU's performance counters from users, every run fails alike:
+      # say so once and end, rather than spend the session's last minutes failing 28 times.
+      if tail -n 40 "$LOG" | grep -q ERR_NVGPUCTRPERM; then
+        echo "gpu-profile: ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM: the" \
+          "driver allows them to admins only, NVreg_RestrictProfilingToAdminUsers); nothing profiled" | tee -a "$LOG"
+        exit 2
+      fi
     fi
     # The few lines that say the most, on stdout: each kernel's line (its name, grid and block),
     # time, DRAM bytes and throughput, L2 hits, achieved occupancy, registers, bank conflicts.
