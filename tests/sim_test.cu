@@ -313,52 +313,48 @@ TEST(GpuSimulator, CarveoutIsWhatTheBlocksTake) {
 
 __global__ void carveoutTakenBackKernel(float* p) { p[threadIdx.x] = 0.0f; }
 
+/// The carveout CUDA holds for carveoutTakenBackKernel (-1: none).
+int carveoutTakenBack() {
+  cudaFuncAttributes a{};
+  EXPECT_EQ(cudaFuncGetAttributes(&a, carveoutTakenBackKernel), cudaSuccess);
+  return a.preferredShmemCarveout;
+}
+
 // A kernel keeps the last carveout set on it, so a hint one launch asked for (a plan holding fewer
 // blocks a multiprocessor than fit) would hold for the kernel's later launches, of another shape or
 // of an op whose plan holds none, and keep their blocks' shared memory from them. residentGrid
 // takes it back (preferSharedFor with 0 blocks) where a launch holds no fewer than fit, and
 // residentPerMultiprocessor before it asks CUDA for an occupancy it keeps (which a hint may limit).
 TEST(GpuSimulator, ACarveoutHintIsTakenBackWhereALaunchAsksNone) {
-  const auto kernel = carveoutTakenBackKernel;
-  const void* k = reinterpret_cast<const void*>(kernel);
-  const auto carveout = [&] {
-    cudaFuncAttributes a{};
-    EXPECT_EQ(cudaFuncGetAttributes(&a, kernel), cudaSuccess);
-    return a.preferredShmemCarveout;
-  };
+  const void* k = reinterpret_cast<const void*>(carveoutTakenBackKernel);
   gizml::detail::preferSharedFor(0, k, 24 * 1024, 4);
-  EXPECT_EQ(carveout(), 44);
+  EXPECT_EQ(carveoutTakenBack(), 44);
   gizml::detail::preferSharedFor(0, k, 24 * 1024, 0);
-  EXPECT_EQ(carveout(), -1);
+  EXPECT_EQ(carveoutTakenBack(), -1);
   gizml::detail::preferSharedFor(0, k, 24 * 1024, 4);
-  ASSERT_EQ(carveout(), 44);
+  ASSERT_EQ(carveoutTakenBack(), 44);
   const int perSm = gizml::detail::residentPerMultiprocessor(0, k, 128, 24 * 1024);
   EXPECT_EQ(perSm, 9);  // 228 KiB / 25 KiB: asked without the hint
-  EXPECT_EQ(carveout(), -1);
+  EXPECT_EQ(carveoutTakenBack(), -1);
   gizml::detail::preferSharedFor(0, k, 24 * 1024, 4);
   EXPECT_EQ(gizml::detail::residentPerMultiprocessor(0, k, 128, 24 * 1024), 9);  // kept: nothing asked
-  EXPECT_EQ(carveout(), 44);
+  EXPECT_EQ(carveoutTakenBack(), 44);
 }
 
 // The same through residentGrid, as the block-a-row launches: 2 blocks a multiprocessor of the 9
 // that fit (2 x 25 KiB of 228: 22 %), then a plan with no limit.
 TEST(RowBlocksCuda, AKernelsCarveoutHintHoldsOnlyForLaunchesThatAskIt) {
   GIZML_NEED_GPU();
-  const auto kernel = carveoutTakenBackKernel;
-  const auto carveout = [&] {
-    cudaFuncAttributes a{};
-    EXPECT_EQ(cudaFuncGetAttributes(&a, kernel), cudaSuccess);
-    return a.preferredShmemCarveout;
-  };
+  const auto kernel = carveoutTakenBackKernel;  // residentGrid takes the kernel's own type
   const gizml::Gpu g = gizml::Gpu::open(0);
   gizml::detail::RowPlan few;
   few.rowsPerSm = 2;
   const gizml::detail::Grid limited = gizml::detail::residentGrid(g, kernel, 1000, 128, 24 * 1024, few);
   EXPECT_EQ(limited.blocks, 2u * gizml::detail::multiprocessors(0));
-  EXPECT_EQ(carveout(), 22);
+  EXPECT_EQ(carveoutTakenBack(), 22);
   const gizml::detail::Grid all = gizml::detail::residentGrid(g, kernel, 1000, 128, 24 * 1024, gizml::detail::RowPlan{});
   EXPECT_EQ(all.blocks, 9u * gizml::detail::multiprocessors(0));
-  EXPECT_EQ(carveout(), -1);
+  EXPECT_EQ(carveoutTakenBack(), -1);
 }
 
 // ---- prefetches into the L2 (cp.async.bulk.prefetch.L2; the half-warp rows' detail::prefetchRow) ----
