@@ -18,9 +18,10 @@ using gizml::detail::RowPlan;
 using gizml::detail::rowPlanOfRun;
 using gizml::detail::rowPlansOf;
 
-RowPlan plan(bool blocks, bool byRows, bool prefetch, long rowsPerSm, long ahead) {
+RowPlan plan(bool blocks, bool byRows, bool prefetch, long rowsPerSm, long ahead, bool quads = false) {
   RowPlan p;
   p.blocks = blocks, p.byRows = byRows, p.prefetch = prefetch, p.rowsPerSm = rowsPerSm, p.ahead = ahead;
+  p.quads = quads;
   return p;
 }
 
@@ -43,6 +44,8 @@ TEST(RowPlan, RunsReadAsTheSweepNamesThem) {
   EXPECT_EQ(rowPlanOfRun("b4", "t"), plan(true, true, false, 4, 0));
   EXPECT_EQ(rowPlanOfRun("p32", "t"), plan(false, true, true, 32, 0));
   EXPECT_EQ(rowPlanOfRun("p0", "t"), plan(false, true, true, 0, 0));
+  EXPECT_EQ(rowPlanOfRun("q0", "t"), plan(false, true, false, 0, 0, true));
+  EXPECT_EQ(rowPlanOfRun("q16", "t"), plan(false, true, false, 16, 0, true));
   EXPECT_EQ(rowPlanOfRun("s", "t"), plan(false, false, false, 0, 0));
   EXPECT_EQ(rowPlanOfRun("g8", "t"), plan(false, true, false, 0, 8));
   EXPECT_EQ(rowPlanOfRun("bg12", "t"), plan(true, true, false, 0, 12));
@@ -51,10 +54,10 @@ TEST(RowPlan, RunsReadAsTheSweepNamesThem) {
 }
 
 TEST(RowPlan, AnythingElseIsAnErrorNamingWhereItWasWritten) {
-  for (const char* bad : {"", "x", "b", "p", "g", "bg", "s1", "ss", "b-1", "p+4", "1048577", "g1025", "bg1025", "4b",
-                          "b 4", "pb4", "gb4", "0x10", "99999999999"}) {
+  for (const char* bad : {"", "x", "b", "p", "q", "g", "bg", "s1", "ss", "b-1", "p+4", "1048577", "g1025", "bg1025",
+                          "4b", "b 4", "pb4", "gb4", "qp4", "pq4", "0x10", "99999999999"}) {
     const std::string e = errorOf([&] { (void)rowPlanOfRun(bad, "GIZML_CUDA_ROW_PLAN"); });
-    EXPECT_NE(e.find("GIZML_CUDA_ROW_PLAN: expected a run named N, bN, pN, s, gL or bgL"), std::string::npos)
+    EXPECT_NE(e.find("GIZML_CUDA_ROW_PLAN: expected a run named N, bN, pN, qN, s, gL or bgL"), std::string::npos)
         << "'" << bad << "': " << e;
     EXPECT_NE(e.find("got '" + std::string(bad) + "'"), std::string::npos) << e;
   }
@@ -90,7 +93,7 @@ TEST(RowPlan, BadPlansAreErrorsNamingTheirSource) {
   EXPECT_NE(unknown.find("modulatedInt8RowsInto"), std::string::npos) << unknown;
   EXPECT_NE(errorIn("int8Rows=b0, int8Rows=s").find("GIZML_CUDA_ROW_PLAN: the op 'int8Rows' is named twice"),
             std::string::npos);
-  EXPECT_NE(errorIn("int8Rows=q4").find("GIZML_CUDA_ROW_PLAN: expected a run named"), std::string::npos);
+  EXPECT_NE(errorIn("int8Rows=x4").find("GIZML_CUDA_ROW_PLAN: expected a run named"), std::string::npos);
   EXPECT_NE(errorIn("=b0").find("no row op is named ''"), std::string::npos);
 }
 
@@ -125,12 +128,15 @@ TEST(RowPlan, TheSweepNamesPlannedOps) {
 TEST(RowPlan, SwitchesOverPlans) {
   const char* asked = std::getenv("GIZML_CUDA_ROW_PLAN");
   const char* rows = std::getenv("GIZML_CUDA_ROWS_PER_SM");
-  if (!asked || std::string(asked) != "modulatedNorm=b4,groupNorm=bg3,int8Rows=s" || !rows || std::string(rows) != "8")
+  const char* quads = std::getenv("GIZML_CUDA_QUADS");
+  if (!asked || std::string(asked) != "modulatedNorm=b4,groupNorm=bg3,int8Rows=s,layerNorm=q2" || !rows ||
+      std::string(rows) != "8" || !quads || std::string(quads) != "0")
     GTEST_SKIP() << "for ctest's RowPlan_switches_over_plans";
   using gizml::detail::rowPlan;
   EXPECT_EQ(rowPlan("gizml::netops::modulatedNorm"), plan(true, true, false, 8, 0));
   EXPECT_EQ(rowPlan("gizml::netops::groupNorm"), plan(true, true, false, 8, 3));
   EXPECT_EQ(rowPlan("gizml::netops::int8Rows"), plan(false, false, false, 8, 0));
+  EXPECT_EQ(rowPlan("gizml::netops::layerNorm"), plan(false, true, false, 8, 0));  // q2's quads switched off
   EXPECT_EQ(rowPlan("gizml::netops::rmsNorm"), plan(false, true, false, 8, 0));
   EXPECT_EQ(rowPlan("gizml::netops::dropout"), plan(false, true, false, 8, 0));
 }

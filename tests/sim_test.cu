@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -443,6 +444,80 @@ TEST(GpuSimulator, AHalfWarpPrefetchesItsRowsWholeChunks) {
   const std::vector<float> counts = out.read();
   EXPECT_EQ(counts[0], 6.0f);
   EXPECT_EQ(counts[19], 1.0f);
+}
+
+/// A row kernel of the half-warp rows whose values walk (forEachWide) stores y = x * 2 + w at each
+/// element (F32, or BF16 where yBF16), x's rows `stride` floats apart, and marks which kind of step
+/// took each element: 1 a quad's (QuadWarpRow::QuadAt), 2 an element's own (WarpRow::At).
+struct QuadSteps {
+  struct Args {
+    const float *x, *w;
+    std::int64_t rows, n, stride;
+    float* y;
+    std::uint16_t* yBF16;
+    float* kind;
+  };
+  template <class Row>
+  static void row(const Row& row, const Args& a, std::int64_t r) {
+    const float* x = a.x + r * a.stride;
+    row.forEachWide([&](const auto& at) {
+      using At = std::decay_t<decltype(at)>;
+      if constexpr (std::is_same_v<At, gizml::exact::QuadWarpRow::QuadAt>) a.kind[r * a.n + at.i] = 1.0f;
+      if constexpr (std::is_same_v<At, gizml::exact::WarpRow::HeldAt> || std::is_same_v<At, gizml::exact::WarpRow::At>)
+        a.kind[r * a.n + at.i] = 2.0f;
+      const float v = at.load(x) * 2.0f + at.load(a.w);
+      if (a.yBF16) at.store(a.yBF16 + r * a.n, v);
+      else at.store(a.y + r * a.n, v);
+    });
+  }
+};
+
+// A QuadWarpRow's values walk takes quads, 16-byte (F32) or 8-byte (BF16) accesses, where n is a
+// multiple of 4 and every row it reads and writes starts on such bytes; else an element a step, as
+// a WarpRow always does. Either way each element's value is its own: the same bits.
+TEST(GpuSimulator, AQuadRowTakesQuadsWhereItsRowsAreAligned) {
+  const InOrder inOrder;
+  constexpr std::int64_t kMost = 20 * 200;
+  DeviceBuffer<float> x(kMost + 8), w(208), y(kMost), kind(kMost);
+  DeviceBuffer<std::uint16_t> yBF16(kMost);
+  std::vector<float> hostX(kMost + 8), hostW(208);
+  for (std::size_t i = 0; i < hostX.size(); ++i) hostX[i] = 0.37f * static_cast<float>(i % 97) - 11.0f;
+  for (std::size_t i = 0; i < hostW.size(); ++i) hostW[i] = 0.11f * static_cast<float>(i) + 0.5f;
+  cudaMemcpy(x.p, hostX.data(), hostX.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(w.p, hostW.data(), hostW.size() * sizeof(float), cudaMemcpyHostToDevice);
+  struct Case {
+    std::int64_t offset, rows, n, stride;
+    bool bf16;
+    float kind;  // every element's step: 1 quads, 2 an element's own
+  };
+  // 20 rows of 200 (quads; 2 blocks of 8 rows, so the half-warps stride; 50 quads a row: a partial
+  // step of 16); n = 18 and a row 4 bytes off 16 (an element a step); BF16 y; a stride that puts
+  // every other row off 16 bytes (each row decides for itself).
+  const Case cases[] = {{0, 20, 200, 200, false, 1.0f}, {0, 5, 18, 18, false, 2.0f},   {1, 5, 64, 64, false, 2.0f},
+                        {0, 7, 100, 100, true, 1.0f},   {0, 9, 64, 66, false, 0.0f}};
+  for (const Case& c : cases)
+    for (const bool quads : {true, false}) {
+      cudaMemset(kind.p, 0, kMost * sizeof(float));
+      const QuadSteps::Args a{x.p + c.offset, w.p, c.rows, c.n, c.stride, c.bf16 ? nullptr : y.p,
+                              c.bf16 ? yBF16.p : nullptr, kind.p};
+      constexpr unsigned kThreads = 16 * gizml::detail::kRowsPerBlock;
+      if (quads) GIZML_LAUNCH(2, kThreads, 0, nullptr, gizml::detail::rowsKernel<QuadSteps, false, true>)(a);
+      else GIZML_LAUNCH(2, kThreads, 0, nullptr, gizml::detail::rowsKernel<QuadSteps>)(a);
+      ASSERT_EQ(lastError(), "") << c.n;
+      const std::vector<float> kinds = kind.read(), ys = y.read();
+      const std::vector<std::uint16_t> bf16s = yBF16.read();
+      for (std::int64_t r = 0; r < c.rows; ++r)
+        for (std::int64_t i = 0; i < c.n; ++i) {
+          const float want = hostX[c.offset + r * c.stride + i] * 2.0f + hostW[i];
+          const std::int64_t at = r * c.n + i;
+          const std::string where = std::to_string(c.n) + " row " + std::to_string(r) + " at " + std::to_string(i);
+          if (c.bf16) ASSERT_EQ(bf16s[at], gizml::exact::floatToBF16(want)) << where;
+          else ASSERT_EQ(gizml::exact::toBits(ys[at]), gizml::exact::toBits(want)) << where;
+          // Case 4's rows start 264 bytes apart: the even rows on 16 bytes, the odd ones 8 off.
+          const float wanted = !quads ? 2.0f : c.kind != 0.0f ? c.kind : r % 2 == 0 ? 1.0f : 2.0f;
+          ASSERT_EQ(kinds[at], wanted) << where << (quads ? " (quads)" : "");
+        }
+    }
 }
 
 // The row ops' launches: where an op's plan prefetches (GIZML_CUDA_L2_PREFETCH=1 for every op in

@@ -15,12 +15,17 @@
 # functions as they were before stop 34) against their default, blocks by rows. And a third answer:
 # the half-warp rows, each asking the L2 for its whole row as it starts it (GIZML_CUDA_L2_PREFETCH=1,
 # core/cuda_rows.cuh), with fewer rows at once so that the rows fit the L2 for their second read.
-# For each run of ROWS_SWEEP (default "0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0", the
+# And the half-warp rows' values walk by quads (GIZML_CUDA_QUADS=1, exact::QuadWarpRow: a lane's 4
+# consecutive elements a step, in 16-byte loads and stores of F32, 8-byte of BF16), a quarter of the
+# load and store instructions and their address arithmetic of a walk an element a step.
+# For each run of ROWS_SWEEP (default "0 b0 q0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 bg4 bg16 p0", the
 # likeliest answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit (bN also asks for only those blocks' shared memory,
 # the rest of it L1: residentGrid, core/cuda_row_blocks.cuh); pN: a half-warp a row prefetching its
 # row, at most N rows a multiprocessor (p0: all at once), only the copy's and those ops' benchmarks;
-# s: the 8-bit rows by shuffles, only the copy's
+# qN: a half-warp a row whose values walk takes quads, at most N rows a multiprocessor, only the
+# copy's and those ops' benchmarks (layerNorm, rmsNorm, modulatedNorm, gatedNormAdd, rowNormRope,
+# groupNorm's second pass: the ops with Kernel::kValuesInQuads); s: the 8-bit rows by shuffles, only the copy's
 # and their benchmarks; gL: groupNorm in one launch, L groups ahead,
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
 # gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
@@ -80,7 +85,7 @@ bench_run() {
   return $rc
 }
 total=$((${ROWS_SWEEP_TOTAL:-420} - winners_limit)) start=$SECONDS ran=""
-for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
+for run in ${ROWS_SWEEP:-0 b0 q0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
   if [ "$left" -lt 10 ]; then
     echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s and the winners' $winners_limit) spent: the runs from $run on left out" |
@@ -90,10 +95,13 @@ for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16
   fi
   [ "$left" -lt "$limit" ] && limit=$left
   ran="$ran $run"
-  n="${run#b}" blocks=0 ahead=0 byRows=1 prefetch=0 filter="$FILTER"
+  n="${run#b}" blocks=0 ahead=0 byRows=1 prefetch=0 quads=0 filter="$FILTER"
   [ "$n" != "$run" ] && blocks=1
   if [ "${run#p}" != "$run" ]; then  # only the ops that prefetch, and the copy
     n="${run#p}" prefetch=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows(BF16)?/|BM_LayerNorm|BM_RmsNorm'
+  fi
+  if [ "${run#q}" != "$run" ]; then  # only the ops whose values walk takes quads, and the copy
+    n="${run#q}" quads=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|BM_LayerNorm|BM_RmsNorm|BM_GroupNorm'
   fi
   if [ "${n#g}" != "$n" ]; then
     ahead="${n#g}" n=0 filter='BM_Copy/8192/3072|BM_GroupNorm'
@@ -101,10 +109,11 @@ for run in ${ROWS_SWEEP:-0 b0 b4 p32 s g8 bg8 p16 8 16 32 64 g4 g12 g16 bg4 bg16
   if [ "$run" = s ]; then
     byRows=0 n=0 filter='BM_Copy/8192/3072|Int8Rows(BF16)?/'
   fi
-  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead GIZML_CUDA_BY_ROWS=$byRows GIZML_CUDA_L2_PREFETCH=$prefetch"
+  head="== GIZML_CUDA_ROW_BLOCKS=$blocks GIZML_CUDA_ROWS_PER_SM=$n GIZML_CUDA_GROUP_NORM_AHEAD=$ahead GIZML_CUDA_BY_ROWS=$byRows GIZML_CUDA_L2_PREFETCH=$prefetch GIZML_CUDA_QUADS=$quads"
   echo "$head" | tee -a "$LOG"
   if ! bench_run "$limit" "$filter" GIZML_CUDA_ROW_BLOCKS="$blocks" GIZML_CUDA_ROWS_PER_SM="$n" \
-    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_BY_ROWS="$byRows" GIZML_CUDA_L2_PREFETCH="$prefetch"; then
+    GIZML_CUDA_GROUP_NORM_AHEAD="$ahead" GIZML_CUDA_BY_ROWS="$byRows" GIZML_CUDA_L2_PREFETCH="$prefetch" \
+    GIZML_CUDA_QUADS="$quads"; then
     echo "gpu-rows-sweep: the run $run failed or timed out (see $LOG)" | tee -a "$LOG"
     status=1
   fi
@@ -175,7 +184,7 @@ echo "$plan" > "$PLAN_FILE"
 head="== winners: GIZML_CUDA_ROW_PLAN=$plan"
 echo "$head" | tee -a "$LOG"
 winners=(-u GIZML_CUDA_ROW_BLOCKS -u GIZML_CUDA_ROWS_PER_SM -u GIZML_CUDA_GROUP_NORM_AHEAD -u GIZML_CUDA_BY_ROWS
-  -u GIZML_CUDA_L2_PREFETCH GIZML_CUDA_ROW_PLAN="$plan")
+  -u GIZML_CUDA_L2_PREFETCH -u GIZML_CUDA_QUADS GIZML_CUDA_ROW_PLAN="$plan")
 run_limit=$((winners_limit * 2 / 3)) check_limit=$((winners_limit - winners_limit * 2 / 3))
 if ! bench_run "$run_limit" "$FILTER" "${winners[@]}"; then
   echo "gpu-rows-sweep: the winners' run failed or timed out (see $LOG)" | tee -a "$LOG"

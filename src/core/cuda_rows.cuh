@@ -2,6 +2,8 @@
 // the grid striding over the rows (so any number of rows fits in one launch).
 #pragma once
 
+#include <type_traits>
+
 #include "core/cuda_launch.cuh"
 #include "core/row_plan.hpp"
 #include "exact/mma_ptx.cuh"
@@ -75,9 +77,20 @@ __device__ void prefetchRow(const exact::WarpRow& row, const T* first, std::int6
 template <class Kernel>
 concept NamesStagedRow = requires(const typename Kernel::Args& a) { Kernel::stagedRow(a, std::int64_t{}); };
 
-template <class Kernel, bool kPrefetch = false>
+/// Whether Kernel's row function has a values walk that can take quads (forEachWide over rows it
+/// reads and writes at its elements: exact::QuadWarpRow::forEachQuad), where its plan asks for them
+/// (RowPlan::quads). Only those kernels are built both ways.
+template <class Kernel>
+concept TakesQuads = Kernel::kValuesInQuads;
+
+/// The half-warp's row of a row kernel: with kQuads one whose values walk takes quads where it can.
+template <bool kQuads>
+using RowOf = std::conditional_t<kQuads, exact::QuadWarpRow, exact::WarpRow>;
+
+/// With kQuads the half-warp's row takes quads where it can (RowOf).
+template <class Kernel, bool kPrefetch = false, bool kQuads = false>
 __global__ void rowsKernel(const typename Kernel::Args a) {
-  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  const RowOf<kQuads> row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   forHalfWarpRows(a.rows, [&](std::int64_t r) {
     if constexpr (kPrefetch) prefetchRow(row, Kernel::stagedRow(a, r), a.n);
     Kernel::row(row, a, r);
@@ -90,18 +103,26 @@ template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
   const RowPlan& plan = rowPlan(Kernel::kName);
+  const Grid grid = rowsGrid(g, a.rows, plan);
+  if constexpr (TakesQuads<Kernel>) {
+    if (plan.quads) {
+      if constexpr (NamesStagedRow<Kernel>)
+        if (plan.prefetch) return launch(g, Kernel::kName, rowsKernel<Kernel, true, true>, grid, a);
+      return launch(g, Kernel::kName, rowsKernel<Kernel, false, true>, grid, a);
+    }
+  }
   if constexpr (NamesStagedRow<Kernel>)
-    if (plan.prefetch) return launch(g, Kernel::kName, rowsKernel<Kernel, true>, rowsGrid(g, a.rows, plan), a);
-  launch(g, Kernel::kName, rowsKernel<Kernel>, rowsGrid(g, a.rows, plan), a);
+    if (plan.prefetch) return launch(g, Kernel::kName, rowsKernel<Kernel, true>, grid, a);
+  launch(g, Kernel::kName, rowsKernel<Kernel>, grid, a);
 }
 
 /// rowsKernel for row functions that read a row map: row r runs only when Kernel::mapped(a, r)
 /// lies in [0, a.mods); else the device error flag records it (naming the launch's first checked
 /// argument) and the row is skipped, so nothing is read out of bounds. The half-warp's lanes read
 /// the same entry, so they skip together.
-template <class Kernel, bool kPrefetch = false>
+template <class Kernel, bool kPrefetch = false, bool kQuads = false>
 __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
-  const exact::WarpRow row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  const RowOf<kQuads> row{a.n, static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   forHalfWarpRows(a.rows, [&](std::int64_t r) {
     if (!flag.inRange(0, Kernel::mapped(a, r), a.mods)) return;
     if constexpr (kPrefetch) prefetchRow(row, Kernel::stagedRow(a, r), a.n);
@@ -114,10 +135,18 @@ template <class Kernel>
 void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
   const RowPlan& plan = rowPlan(Kernel::kName);
+  const Grid grid = rowsGrid(g, a.rows, plan);
+  if constexpr (TakesQuads<Kernel>) {
+    if (plan.quads) {
+      if constexpr (NamesStagedRow<Kernel>)
+        if (plan.prefetch)
+          return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true, true>, grid, a);
+      return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, false, true>, grid, a);
+    }
+  }
   if constexpr (NamesStagedRow<Kernel>)
-    if (plan.prefetch)
-      return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true>, rowsGrid(g, a.rows, plan), a);
-  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, rowsGrid(g, a.rows, plan), a);
+    if (plan.prefetch) return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true>, grid, a);
+  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, grid, a);
 }
 
 }  // namespace gizml::detail

@@ -16,7 +16,7 @@ namespace {
 /// form was written since without a GPU (README "Row plans").
 constexpr std::string_view kMeasuredRowPlans = "";
 
-constexpr std::string_view kRunNames = "N, bN, pN, s, gL or bgL (N, L whole numbers)";
+constexpr std::string_view kRunNames = "N, bN, pN, qN, s, gL or bgL (N, L whole numbers)";
 
 [[noreturn]] void badPlan(std::string_view source, const std::string& what) {
   throw Error("gizml: " + std::string(source) + ": " + what);
@@ -63,6 +63,7 @@ RowPlan withSwitches(RowPlan p) {
   if (const auto v = switchOf("GIZML_CUDA_ROW_BLOCKS")) p.blocks = *v;
   if (const auto v = switchOf("GIZML_CUDA_BY_ROWS")) p.byRows = *v;
   if (const auto v = switchOf("GIZML_CUDA_L2_PREFETCH")) p.prefetch = *v;
+  if (const auto v = switchOf("GIZML_CUDA_QUADS")) p.quads = *v;
   if (const auto v = numberOf("GIZML_CUDA_ROWS_PER_SM", kMostRowsPerSm)) p.rowsPerSm = *v;
   if (const auto v = numberOf("GIZML_CUDA_GROUP_NORM_AHEAD", kMostGroupsAhead)) p.ahead = *v;
   return p;
@@ -108,6 +109,8 @@ RowPlan rowPlanOfRun(std::string_view run, std::string_view source) {
     p.blocks = true, rest.remove_prefix(1);
   } else if (rest.starts_with("p")) {
     p.prefetch = true, rest.remove_prefix(1);
+  } else if (rest.starts_with("q")) {
+    p.quads = true, rest.remove_prefix(1);
   }
   const std::optional<long> n = wholeNumber(rest, most);
   if (!n)

@@ -333,6 +333,12 @@ struct HostRow : RowSums<HostRow> {
     late.flush();
     for (; i < n; i += 16) body(At{i, n - i < 16 ? n - i : 16, streamStores});
   }
+  /// forEachWide for a body whose loads sit in a loop of a run-time count (WarpRow's takes such a
+  /// body an element a step); on the host forEachWide itself.
+  template <class Body>
+  GIZML_ROW void forEachWideByElement(Body body) const {
+    forEachWide(body);
+  }
 
   /// The lowest index of the row's largest non-NaN value; 0 for a row of NaN (SPEC §1.3).
   std::int64_t argmax(const float* x) const {
@@ -528,6 +534,61 @@ void hostRowsBeside(const typename Kernel::Args& a, bool streamStores, Ahead ahe
 // Its members are __host__ __device__ so that the GIZML_HD row functions instantiated with it
 // compile in nvcc's host pass too; only the kernels run them.
 
+/// Four floats at p (16-byte aligned; shared or global memory) in one 16-byte access, and back. The
+/// simulator's threads are C++ code: copies, no type punning, and a trap where p is not aligned, as
+/// a GPU's access would fault.
+GIZML_HD float4 loadFloat4(const float* p) {
+#if defined(GIZML_CUDA_SIM)
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  float4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return *reinterpret_cast<const float4*>(p);
+#endif
+}
+GIZML_HD void storeFloat4(float* p, const float4& v) {
+#if defined(GIZML_CUDA_SIM)
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+#else
+  *reinterpret_cast<float4*>(p) = v;
+#endif
+}
+/// storeFloat4 of an output that nothing reads back soon (streamStore: st.global.cs).
+GIZML_HD void streamFloat4(float* p, const float4& v) {
+#if defined(__CUDA_ARCH__) && !defined(GIZML_CUDA_SIM)
+  __stcs(reinterpret_cast<float4*>(p), v);
+#else
+  storeFloat4(p, v);
+#endif
+}
+
+/// Four BF16 values at p (8-byte aligned) as two words (element p[0] in the first's low half), in
+/// one 8-byte access, and back: QuadAt's BF16 rows. As loadFloat4 in the simulator.
+GIZML_HD uint2 loadBF16x4(const std::uint16_t* p) {
+#if defined(GIZML_CUDA_SIM)
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) __trap();
+  uint2 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return *reinterpret_cast<const uint2*>(p);
+#endif
+}
+GIZML_HD void storeBF16x4(std::uint16_t* p, const uint2& v, bool streaming) {
+#if defined(GIZML_CUDA_SIM)
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) __trap();
+  std::memcpy(p, &v, sizeof v);
+#elif defined(__CUDA_ARCH__)
+  if (streaming) __stcs(reinterpret_cast<uint2*>(p), v);
+  else *reinterpret_cast<uint2*>(p) = v;
+#else
+  (void)streaming;
+  *reinterpret_cast<uint2*>(p) = v;
+#endif
+}
+
 /// *p = v for an output that nothing reads back soon (at.stream's): on a GPU st.global.cs, whose
 /// line the L2 evicts first, so that a row op's output does not push out the input that its row's
 /// second read (from the row's end: forEachWideFrom) looks for there. (The host's at.stream is
@@ -643,9 +704,18 @@ struct WarpRow : RowSums<WarpRow> {
   /// may alias a later step's load as far as the compiler knows, so a plain loop waits out each
   /// step's load latency in turn; here 4 steps' loads are in flight together. The values and
   /// their order are each step's own: the same bits. (8 steps at a time measured slower on an
-  /// H200: more registers, fewer rows resident.)
+  /// H200: more registers, fewer rows resident.) QuadWarpRow's takes a lane's 4 consecutive
+  /// elements a step instead (RowPlan::quads).
   template <class Body>
   GIZML_HD void forEachWide(Body body) const {
+    forEachWideFrom(lane, 16, body);
+  }
+  /// forEachWide for a body whose loads sit in a loop of a run-time count: forEachWideFrom(lane,
+  /// 16). (A quad keeps its first step's loads by their number, which such a loop leaves to run
+  /// time: the kept loads would go to the stack. SiluMulRotatedInto took 158 registers and 192
+  /// bytes of stack so, sm_90a.)
+  template <class Body>
+  GIZML_HD void forEachWideByElement(Body body) const {
     forEachWideFrom(lane, 16, body);
   }
   /// forEachWide's loop over elements first, first + stride, ... (< n; first < stride): also a
@@ -708,35 +778,176 @@ struct WarpRow : RowSums<WarpRow> {
   GIZML_HD float maxValue(const float* x) const { return x[argmax(x)]; }
 };
 
-/// Four floats at p (16-byte aligned; shared or global memory) in one 16-byte access, and back. The
-/// simulator's threads are C++ code: copies, no type punning, and a trap where p is not aligned, as
-/// a GPU's access would fault.
-GIZML_HD float4 loadFloat4(const float* p) {
+/// A half-warp's row whose values walk (forEachWide) takes each lane's 4 consecutive elements a step
+/// where it can: the row kernels' with kQuads (RowPlan::quads, core/cuda_rows.cuh). Everything else
+/// is WarpRow's: its sums and their order, its steps' values and stores.
+struct QuadWarpRow : WarpRow {
+  GIZML_HD QuadWarpRow(std::int64_t n_, int lane_, unsigned mask_) : WarpRow(n_, lane_, mask_) {}
+  GIZML_HD QuadWarpRow ofLength(std::int64_t m) const { return QuadWarpRow{m, lane, mask}; }
+
+  /// The loads of a quad's first step, kept for the other three (QuadAt): load j of the body's
+  /// first step, its 16 bytes (F32) or its first 8 (BF16), is load j of each other step's too.
+  static constexpr int kQuadLoads = 8;
+  struct QuadLoads {
+    uint4 bits[kQuadLoads];
 #if defined(GIZML_CUDA_SIM)
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
-  float4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-#else
-  return *reinterpret_cast<const float4*>(p);
+    const void* where[kQuadLoads];  // the row each was loaded from: the others' must be the same
 #endif
-}
-GIZML_HD void storeFloat4(float* p, const float4& v) {
+  };
+  /// One of 4 consecutive elements, i = 4 q + k, of the lane's quad q: forEachQuad's step. Its
+  /// step k = 0 loads the quad's 16 bytes (F32) or 8 (BF16) of each row in one access and keeps
+  /// them (QuadLoads); steps 1 - 3 take element k of what step 0 kept, load by load in order (by
+  /// forEachWide's contract each step loads the same rows in the same order). A store is held
+  /// (HeldAt) until writeQuad writes the quad's 4 as one access. The same values of the same
+  /// elements: only the accesses' width differs. (Left to the compiler, 4 loads of one float4, each
+  /// giving one element, are narrowed to 4 loads of 4 bytes: sm_90a kept them so.) Every access on
+  /// 16 (F32) or 8 (BF16) bytes: forEachWide asks quadsAligned first.
+  struct QuadAt : HeldAt {
+    int k;
+    QuadLoads* kept;
+    mutable int next = 0;  // this step's loads so far
+    /// Load j of this step (j = next): row's quad's bits, loaded by step 0, kept for the others;
+    /// past kQuadLoads loads each step loads its own element (`own`).
+    template <class T, class Quad, class Own>
+    GIZML_HD std::uint32_t bitsOf(const T* row, Quad quad, Own own) const {
+      const int j = next++;
+      if (j >= kQuadLoads) return own();
+      if (k == 0) {
+        kept->bits[j] = quad(row + At::i);
 #if defined(GIZML_CUDA_SIM)
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) __trap();
-  std::memcpy(p, &v, sizeof v);
-#else
-  *reinterpret_cast<float4*>(p) = v;
+        kept->where[j] = row;
 #endif
-}
-/// storeFloat4 of an output that nothing reads back soon (streamStore: st.global.cs).
-GIZML_HD void streamFloat4(float* p, const float4& v) {
-#if defined(__CUDA_ARCH__) && !defined(GIZML_CUDA_SIM)
-  __stcs(reinterpret_cast<float4*>(p), v);
-#else
-  storeFloat4(p, v);
+      }
+#if defined(GIZML_CUDA_SIM)
+      if (kept->where[j] != row) __trap();  // a body that loads other rows at other steps
 #endif
-}
+      const uint4 b = kept->bits[j];
+      return k == 0 ? b.x : k == 1 ? b.y : k == 2 ? b.z : b.w;
+    }
+    GIZML_HD float load(const float* row) const {
+      return fromBits(bitsOf(
+          row,
+          [](const float* p) {
+            const float4 v = loadFloat4(p);
+            return uint4{toBits(v.x), toBits(v.y), toBits(v.z), toBits(v.w)};
+          },
+          [&] { return toBits(row[At::i]); }));
+    }
+    GIZML_HD float load(const std::uint16_t* row) const {
+      // A BF16 quad's two words, each element's BF16 bits in the high half of its own.
+      return fromBits(bitsOf(
+          row,
+          [](const std::uint16_t* p) {
+            const uint2 v = loadBF16x4(p);
+            return uint4{v.x << 16, v.x & 0xffff0000u, v.y << 16, v.y & 0xffff0000u};
+          },
+          [&] { return static_cast<std::uint32_t>(row[At::i]) << 16; }));
+    }
+    template <class Laid>
+      requires requires(const Laid& laid) { laid.at(std::int64_t{}); }
+    GIZML_HD float load(const Laid& row) const {
+      return row.at(At::i);
+    }
+  };
+  /// A step that runs a body for where it reads and writes, not for its values: whether each
+  /// row it loads or stores starts on 16 bytes (F32) or 8 (BF16), so that every quad's access is
+  /// (4 q elements on: a multiple of those). A laid-out row (shared memory) is never taken by quads.
+  struct AlignProbe : At {
+    bool* aligned;
+    GIZML_HD void see(const void* p, std::uintptr_t bytes) const {
+      *aligned = *aligned && reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+    }
+    GIZML_HD float load(const float* row) const { return see(row, 16), 0.0f; }
+    GIZML_HD float load(const std::uint16_t* row) const { return see(row, 8), 0.0f; }
+    template <class Laid>
+      requires requires(const Laid& laid) { laid.at(std::int64_t{}); }
+    GIZML_HD float load(const Laid&) const {
+      *aligned = false;
+      return 0.0f;
+    }
+    GIZML_HD void store(float* row, float) const { see(row, 16); }
+    GIZML_HD void store(std::uint16_t* row, float) const { see(row, 8); }
+    GIZML_HD void stream(float* row, float) const { see(row, 16); }
+    GIZML_HD void stream(std::uint16_t* row, float) const { see(row, 8); }
+  };
+  /// Whether forEachQuad may take the row: n a multiple of 4 and every row that body reads and
+  /// writes on its quads' bytes (AlignProbe; the body's values are left unused, so the compiler
+  /// keeps only the addresses).
+  template <class Body>
+  GIZML_HD bool quadsAligned(Body body) const {
+    if (n % 4 != 0) return false;
+    bool aligned = true;
+    body(AlignProbe{{0}, &aligned});
+    return aligned;
+  }
+  /// The held stores of a quad's 4 steps (forEachQuad), each slot as one 16- or 8-byte store: by
+  /// forEachWide's contract every step stores the same outputs in the same order, each at its own
+  /// element, so the 4 steps' slot k are 4 consecutive elements of one row (the simulator checks).
+  GIZML_HD static void writeQuad(const HeldAt& s0, const HeldAt& s1, const HeldAt& s2, const HeldAt& s3) {
+    const auto slot = [](const typename HeldAt::Slot& a, const typename HeldAt::Slot& b,
+                         const typename HeldAt::Slot& c, const typename HeldAt::Slot& d) {
+#if defined(GIZML_CUDA_SIM)
+      const std::size_t size = a.bf16 ? 2 : 4;
+      const char* at = static_cast<const char*>(a.where);
+      for (const auto* o : {&b, &c, &d})
+        if (o->bf16 != a.bf16 || o->streaming != a.streaming) __trap();
+      if (b.where != at + size || c.where != at + 2 * size || d.where != at + 3 * size) __trap();
+#endif
+      if (a.bf16) {
+        const uint2 v{packBF16(a.value, b.value), packBF16(c.value, d.value)};
+        storeBF16x4(static_cast<std::uint16_t*>(a.where), v, a.streaming);
+      } else {
+        const float4 v{a.value, b.value, c.value, d.value};
+        float* p = static_cast<float*>(a.where);
+        if (a.streaming) streamFloat4(p, v);
+        else storeFloat4(p, v);
+      }
+    };
+#if defined(GIZML_CUDA_SIM)
+    if (s1.held != s0.held || s2.held != s0.held || s3.held != s0.held) __trap();
+#endif
+    if (s0.held > 0) slot(s0.first, s1.first, s2.first, s3.first);
+    if (s0.held > 1) slot(s0.second, s1.second, s2.second, s3.second);
+  }
+  /// forEachWide where n is a multiple of 4: lane l takes quads l, l + 16, ... (elements 4 q ... 4 q
+  /// + 3), a quad's 4 steps loading before any stores (as forEachWideFrom's 4 steps: as many bytes
+  /// in flight); from the row's end, as forEachWideFrom. A half-warp's access is then 64 consecutive
+  /// elements, where forEachWideFrom's is 16: a quarter of the load and store instructions, and of
+  /// their address arithmetic. sm_90a, CUDA 13.0, ModulatedNorm's values (BF16 y): 94 instructions
+  /// for a lane's 4 values where forEachWideFrom takes 107, with 56 registers where it takes 48;
+  /// two quads in flight took 66 (and 8 16-byte loads in 166 instructions).
+  template <class Body>
+  GIZML_HD void forEachQuad(Body body) const {
+    const std::int64_t quads = n / 4;
+    if (quads <= 0) return;
+    const auto one = [&](std::int64_t q) {
+      QuadLoads kept;
+      const QuadAt s0{{{4 * q}}, 0, &kept}, s1{{{4 * q + 1}}, 1, &kept}, s2{{{4 * q + 2}}, 2, &kept},
+          s3{{{4 * q + 3}}, 3, &kept};
+      body(s0);
+      body(s1);
+      body(s2);
+      body(s3);
+      writeQuad(s0, s1, s2, s3);
+    };
+    std::int64_t q = lane + (quads - 1) / 16 * 16;  // this lane's quad of the row's last step
+    if (quads % 16 != 0) {
+      if (q < quads) one(q);
+      q -= 16;
+    }
+    GIZML_UNROLL(1)  // one quad in flight (nvcc unrolled two: 60 - 64 registers)
+    for (; q >= lane; q -= 16) one(q);
+  }
+  /// forEachQuad if n is a multiple of 4 and body's rows are so aligned (quadsAligned), else
+  /// WarpRow's. body loads the same rows in the same order at every step (at most kQuadLoads of
+  /// them; more are each step's own) and stores the same outputs in the same order (HeldAt's two at
+  /// most), as every forEachWide body does.
+  template <class Body>
+  GIZML_HD void forEachWide(Body body) const {
+    if (quadsAligned(body)) return forEachQuad(body);
+    WarpRow::forEachWide(body);
+  }
+};
 
 #endif  // __CUDACC__
 

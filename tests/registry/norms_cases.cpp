@@ -204,10 +204,11 @@ struct RopeShape {
   }
 };
 // Heads of 2 and of odd halves (3, 17), halves of 16 and 64, a stride past the width (those values
-// must stay), more rows than a GPU block, and q of a qkv row (stride 3 width).
+// must stay), more rows than a GPU block, q of a qkv row (stride 3 width), and a stride that puts
+// every other row 4 bytes off 8 (a GPU's quads, RowPlan::quads, take only the rows on 8 bytes).
 const RopeShape kRopeShapes[] = {{1, 2, 2, 2},        {3, 8, 4, 8},      {2, 24, 6, 30},   {4, 64, 64, 64},
                                  {5, 96, 32, 100},    {3, 34, 34, 40},   {37, 256, 128, 256}, {300, 16, 16, 16},
-                                 {64, 1536, 128, 4608, true}};
+                                 {64, 1536, 128, 4608, true}, {5, 32, 16, 34}};
 
 /// rowNormRopeInto on a copy of rows [rows, stride] BF16 (NaN / ±inf / -0 planted), with w, cos, sin.
 Case rowNormRopeCase(const RopeShape& s) {

@@ -244,6 +244,7 @@ void RowNormRope::cuda(const Gpu& g, const Args& a) { detail::launchRowsStaged<R
 /// values from its end (WarpRow::forEachWideFrom).
 struct GroupNormChunks {
   static constexpr const char* kName = GroupNorm::kName;
+  static constexpr bool kValuesInQuads = true;  // a chunk's walk takes quads where its plan asks
   static constexpr std::int64_t kChunk = 4096;
   struct Args {
     GroupNorm::Args channels;

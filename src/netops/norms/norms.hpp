@@ -177,6 +177,7 @@ GIZML_HD exact::MeanRstd modulatedStats(const Row& row, X x, float eps, bool cen
 /// on a GPU by the kernel, which skips a row whose index is out of range).
 struct ModulatedNorm {
   static constexpr const char* kName = "gizml::netops::modulatedNorm";
+  static constexpr bool kValuesInQuads = true;  // its values walk takes quads where its plan asks
   struct Args {
     const float *x, *w, *shift, *scale, *map;
     float eps;
@@ -241,6 +242,7 @@ ModulatedNorm::Args checkModulated(const char* fn, const Tensor& x, const Tensor
 /// gatedNormAddInto: x = fma((y * rsqrt(dot16(y, y) / n + eps)) * w, gate[map[r]], x), y BF16.
 struct GatedNormAdd {
   static constexpr const char* kName = "gizml::netops::gatedNormAddInto";
+  static constexpr bool kValuesInQuads = true;  // its values walk takes quads where its plan asks
   struct Args {
     float* x;
     const std::uint16_t* y;
@@ -318,6 +320,7 @@ struct PixelNorm {
 /// [rows, width / 2], stored back as BF16. A head's halves are two contiguous runs of head / 2.
 struct RowNormRope {
   static constexpr const char* kName = "gizml::netops::rowNormRopeInto";
+  static constexpr bool kValuesInQuads = true;  // its heads' walks take quads where its plan asks
   struct Args {
     std::uint16_t* v;
     std::int64_t stride, rows, n, head;  // n = width

@@ -55,6 +55,7 @@ GIZML_HD F dropoutValue(F x, F u, float p, float factor) {
 
 struct LayerNorm {
   static constexpr const char* kName = "gizml::netops::layerNorm";
+  static constexpr bool kValuesInQuads = true;  // its values walk takes quads where its plan asks
   struct Args {
     const float *x, *w, *b;
     float eps;
@@ -134,6 +135,7 @@ struct LayerNormGrad {
 /// rmsNorm: scale = rsqrt(dot16(x, x) / n + eps); y = (x * scale) * weight.
 struct RmsNorm {
   static constexpr const char* kName = "gizml::netops::rmsNorm";
+  static constexpr bool kValuesInQuads = true;  // its values walk takes quads where its plan asks
   struct Args {
     const float *x, *w;
     float eps;

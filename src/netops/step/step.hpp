@@ -206,7 +206,8 @@ struct SiluMulRotatedInto {
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
     float* y = a.y + r * a.n;
     if (!a.d) {
-      row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { at.store(y, value(a, r, at)); });  // SiLU's long chain: two at once
+      // SiLU's long chain: two at once (its loads in a loop over the parts: by element on a GPU)
+      row.forEachWideByElement([&](const auto& at) GIZML_HD_LAMBDA { at.store(y, value(a, r, at)); });
       return;
     }
     for (std::int64_t b = 0; b < a.n; b += exact::kHadamardBlock) {
