@@ -49,7 +49,8 @@ fi
 
 "$cuobjdump" -sass "$object" | python3 -c '
 import collections, re, subprocess, sys
-arch, pattern, listing, loops = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1"
+arch, pattern = sys.argv[1], re.compile(sys.argv[2])
+listing, loops = sys.argv[3] == "1", sys.argv[4] == "1"
 text = sys.stdin.read()
 parts = re.split(r"\n\s*code for (sm_\w+)", text)
 classes = [("shuffles", r"^SHFL"), ("global loads", r"^LDG"), ("global stores", r"^STG"),
