@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # What a GPU kernel's machine code is made of, read without a GPU: for each kernel of an nvcc object
 # (or library) whose name matches a pattern, its SASS instructions for one architecture by kind
-# (shuffles, loads and stores by width and space, local memory: spills or stack arrays, division
-# slow paths, convergence barriers) and in all. Counts are static, every path of the kernel
-# (F32 and BF16 inputs, each kind of code, slow paths) together: compare two builds of the same
-# kernel, or read the straight part of the listing (--listing) for the instructions a value, or
-# each loop's own count, kinds and memory accesses by width (--loops: a loop is a branch back to
-# an earlier address, so a hot loop's instructions a value are its count over its values).
+# (shuffles, loads and stores by width and space (generic: an address space nvcc could not tell),
+# local memory: spills or stack arrays, division slow paths, convergence barriers) and in all.
+# Counts are static, every path of the kernel (F32 and BF16 inputs, each kind of code, slow paths)
+# together: compare two builds of the same kernel, or read the straight part of the listing
+# (--listing) for the instructions a value, or each loop's own count, kinds and memory accesses by
+# width (--loops: a loop is a branch back to an earlier address, so a hot loop's instructions a
+# value are its count over its values).
 #   tools/sass-mix.sh OBJECT [KERNEL-REGEX] [--arch sm_90a] [--listing] [--loops]
 # e.g. tools/sass-mix.sh build-gpu-work/CMakeFiles/gizml.dir/src/netops/quant/cuda.cu.o int8RowBlocks
 # cuobjdump (and the nvdisasm it runs) come with the CUDA toolkit's full install; where they are
@@ -15,7 +16,7 @@
 # ${GIZML_TOOLS_CACHE:-$HOME/.cache/gizml-tools}.
 set -euo pipefail
 if [ $# -lt 1 ]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 object=$1
@@ -55,6 +56,7 @@ text = sys.stdin.read()
 parts = re.split(r"\n\s*code for (sm_\w+)", text)
 classes = [("shuffles", r"^SHFL"), ("global loads", r"^LDG"), ("global stores", r"^STG"),
            ("shared loads", r"^LDS"), ("shared stores", r"^STS"), ("async copies", r"^LDGSTS"),
+           ("generic (address space not known to nvcc)", r"^(LD|ST)\."),
            ("local (spills, stack)", r"^(LDL|STL)"), ("divisions slow path", r"^(FCHK|CALL)"),
            ("reciprocals", r"^MUFU.RCP"), ("convergence barriers", r"^BSSY"), ("FP32", r"^(FADD|FMUL|FFMA|FMNMX)")]
 for i in range(1, len(parts), 2):
@@ -85,7 +87,7 @@ for i in range(1, len(parts), 2):
                 body = [op for _, op, _ in code[first:last + 1]]
                 kinds = ", ".join(f"{label} {n}" for label, rx in classes
                                   if (n := sum(1 for o in body if re.match(rx, o))))
-                widths = collections.Counter(o for o in body if re.match(r"^(LDG|STG|LDS|STS|LDL|STL)", o))
+                widths = collections.Counter(o for o in body if re.match(r"^(LDG|STG|LDS|STS|LDL|STL|LD\.|ST\.)", o))
                 print(f"  loop {code[first][0]:04x} - {code[last][0]:04x}: {len(body)} instructions ({kinds})")
                 if widths:
                     print("    " + ", ".join(f"{k} {v}" for k, v in sorted(widths.items())))
