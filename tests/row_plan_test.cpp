@@ -46,6 +46,8 @@ TEST(RowPlan, RunsReadAsTheSweepNamesThem) {
   EXPECT_EQ(rowPlanOfRun("p0", "t"), plan(false, true, true, 0, 0));
   EXPECT_EQ(rowPlanOfRun("q0", "t"), plan(false, true, false, 0, 0, true));
   EXPECT_EQ(rowPlanOfRun("q16", "t"), plan(false, true, false, 16, 0, true));
+  EXPECT_EQ(rowPlanOfRun("bq0", "t"), plan(true, true, false, 0, 0, true));
+  EXPECT_EQ(rowPlanOfRun("bq4", "t"), plan(true, true, false, 4, 0, true));
   EXPECT_EQ(rowPlanOfRun("s", "t"), plan(false, false, false, 0, 0));
   EXPECT_EQ(rowPlanOfRun("g8", "t"), plan(false, true, false, 0, 8));
   EXPECT_EQ(rowPlanOfRun("bg12", "t"), plan(true, true, false, 0, 12));
@@ -55,9 +57,9 @@ TEST(RowPlan, RunsReadAsTheSweepNamesThem) {
 
 TEST(RowPlan, AnythingElseIsAnErrorNamingWhereItWasWritten) {
   for (const char* bad : {"", "x", "b", "p", "q", "g", "bg", "s1", "ss", "b-1", "p+4", "1048577", "g1025", "bg1025",
-                          "4b", "b 4", "pb4", "gb4", "qp4", "pq4", "0x10", "99999999999"}) {
+                          "4b", "b 4", "pb4", "gb4", "qp4", "pq4", "qb4", "bq", "bqg4", "0x10", "99999999999"}) {
     const std::string e = errorOf([&] { (void)rowPlanOfRun(bad, "GIZML_CUDA_ROW_PLAN"); });
-    EXPECT_NE(e.find("GIZML_CUDA_ROW_PLAN: expected a run named N, bN, pN, qN, s, gL or bgL"), std::string::npos)
+    EXPECT_NE(e.find("GIZML_CUDA_ROW_PLAN: expected a run named N, bN, pN, qN, bqN, s, gL or bgL"), std::string::npos)
         << "'" << bad << "': " << e;
     EXPECT_NE(e.find("got '" + std::string(bad) + "'"), std::string::npos) << e;
   }

@@ -16,7 +16,8 @@
 #                registry_test's cases of the ops that can take a block a row, and the CUDA tests of
 #                norms_test and quant_test, with GIZML_CUDA_ROW_BLOCKS=1 (core/cuda_row_blocks.cuh);
 #                those cases again with GIZML_CUDA_L2_PREFETCH=1, 32 rows a multiprocessor
-#                (core/cuda_rows.cuh), and with GIZML_CUDA_QUADS=1 (exact::QuadWarpRow)
+#                (core/cuda_rows.cuh), and with GIZML_CUDA_QUADS=1 (exact::QuadWarpRow), with and
+#                without GIZML_CUDA_ROW_BLOCKS=1
 #   CUDA rerun   only if some tests failed (not timed out): those tests alone (20 a program), again, with
 #                GIZML_CUDA_SYNC=1 (a check after every kernel launch) to name the failing launch
 #   gizml-check  every op on the host and the GPU, bits compared
@@ -243,7 +244,7 @@ gtest_unfinished() {
   # their default: core/cuda_row_blocks.cuh), whose kernels the step above did not run; and for
   # their half-warp rows prefetching each row into the L2, 32 rows a multiprocessor
   # (GIZML_CUDA_L2_PREFETCH=1, core/cuda_rows.cuh), as the sweep's run p32 does; and for their
-  # values walks by quads (GIZML_CUDA_QUADS=1, exact::QuadWarpRow), as the sweep's run q0 does.
+  # values walks by quads (GIZML_CUDA_QUADS=1, exact::QuadWarpRow), as the sweep's runs q0 and bq0 do.
   registry="$BUILD/tests/registry_test"
   if [ -x "$registry" ]; then
     if step_begin "CUDA tests, blocks and prefetch" "$PROGRAM_LIMIT"; then
@@ -253,6 +254,8 @@ gtest_unfinished() {
         "$registry" --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no
       step_run --to "$LOGDIR/registry_test.quads.txt" env GIZML_CUDA_QUADS=1 "$registry" \
         --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no
+      step_run --to "$LOGDIR/registry_test.row_blocks_quads.txt" env GIZML_CUDA_ROW_BLOCKS=1 GIZML_CUDA_QUADS=1 \
+        "$registry" --gtest_filter="$ROW_BLOCK_TESTS" --gtest_color=no
       for t in "$BUILD/tests/norms_test" "$BUILD/tests/quant_test"; do
         [ -x "$t" ] && step_run --to "$LOGDIR/$(basename "$t").row_blocks.txt" env GIZML_CUDA_ROW_BLOCKS=1 "$t" \
           --gtest_filter='*Cuda*.*' --gtest_color=no

@@ -5,7 +5,7 @@
 # fast. For each run of PROFILE_RUNS (default "w 0 b0 g8": the sweep's winners' plans, the defaults
 # to be (GIZML_CUDA_ROW_PLAN from its row-plan.txt beside this log, no switch set; left out where
 # there is none), the half-warp rows, a block a row (GIZML_CUDA_ROW_BLOCKS=1), groupNorm in one
-# launch 8 groups ahead; the runs are named as gpu-rows-sweep.sh's, pN and qN too) and each benchmark of
+# launch 8 groups ahead; the runs are named as gpu-rows-sweep.sh's, pN, qN and bqN too) and each benchmark of
 # PROFILE_BENCHES, one gizml_bench process under `ncu`
 # that profiles the op's first two launches (the bench's untimed one and the first timed one; for
 # groupNorm in two launches, its two passes), caches flushed before each as ncu does by default.
@@ -110,8 +110,8 @@ for run in ${PROFILE_RUNS:-w 0 b0 g8}; do
   if [ "${run#p}" != "$run" ]; then
     n="${run#p}" prefetch=1
   fi
-  if [ "${run#q}" != "$run" ]; then
-    n="${run#q}" quads=1
+  if [ "${n#q}" != "$n" ]; then
+    n="${n#q}" quads=1
   fi
   if [ "${n#g}" != "$n" ]; then
     ahead="${n#g}" n=0 benches="BM_GroupNorm/0"

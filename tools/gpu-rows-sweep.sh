@@ -18,14 +18,15 @@
 # And the half-warp rows' values walk by quads (GIZML_CUDA_QUADS=1, exact::QuadWarpRow: a lane's 4
 # consecutive elements a step, in 16-byte loads and stores of F32, 8-byte of BF16), a quarter of the
 # load and store instructions and their address arithmetic of a walk an element a step.
-# For each run of ROWS_SWEEP (default "0 b0 q0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 bg4 bg16 p0", the
+# For each run of ROWS_SWEEP (default "0 b0 q0 bq0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 bg4 bg16 p0", the
 # likeliest answers first; N: a half-warp a row and GIZML_CUDA_ROWS_PER_SM=N, 0 being all rows at once, the default; bN: a block a row, at
 # most N of them a multiprocessor, b0 no such limit (bN also asks for only those blocks' shared memory,
 # the rest of it L1: residentGrid, core/cuda_row_blocks.cuh); pN: a half-warp a row prefetching its
 # row, at most N rows a multiprocessor (p0: all at once), only the copy's and those ops' benchmarks;
 # qN: a half-warp a row whose values walk takes quads, at most N rows a multiprocessor, only the
 # copy's and those ops' benchmarks (layerNorm, rmsNorm, modulatedNorm, gatedNormAdd, rowNormRope,
-# groupNorm's second pass: the ops with Kernel::kValuesInQuads); s: the 8-bit rows by shuffles, only the copy's
+# groupNorm's second pass: the ops with Kernel::kValuesInQuads); bqN: a block a row whose values
+# walk takes quads (layerNorm, rmsNorm, modulatedNorm, gatedNormAdd); s: the 8-bit rows by shuffles, only the copy's
 # and their benchmarks; gL: groupNorm in one launch, L groups ahead,
 # only the copy's and groupNorm's benchmarks; bgL: the same with GIZML_CUDA_ROW_BLOCKS=1, which
 # gives its slices the deeper ring), gizml_bench's row benchmarks on GPU 0 and their
@@ -85,7 +86,7 @@ bench_run() {
   return $rc
 }
 total=$((${ROWS_SWEEP_TOTAL:-420} - winners_limit)) start=$SECONDS ran=""
-for run in ${ROWS_SWEEP:-0 b0 q0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
+for run in ${ROWS_SWEEP:-0 b0 q0 bq0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 bg4 bg16 p0}; do
   left=$((total - (SECONDS - start))) limit="${ROWS_SWEEP_LIMIT:-60}"
   if [ "$left" -lt 10 ]; then
     echo "gpu-rows-sweep: ROWS_SWEEP_TOTAL ($total s and the winners' $winners_limit) spent: the runs from $run on left out" |
@@ -100,8 +101,9 @@ for run in ${ROWS_SWEEP:-0 b0 q0 b4 p32 s g8 bg8 p16 q16 8 16 32 64 g4 g12 g16 b
   if [ "${run#p}" != "$run" ]; then  # only the ops that prefetch, and the copy
     n="${run#p}" prefetch=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|Int8Rows(BF16)?/|BM_LayerNorm|BM_RmsNorm'
   fi
-  if [ "${run#q}" != "$run" ]; then  # only the ops whose values walk takes quads, and the copy
-    n="${run#q}" quads=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|BM_LayerNorm|BM_RmsNorm|BM_GroupNorm'
+  if [ "${n#q}" != "$n" ]; then  # only the ops whose values walk takes quads, and the copy
+    n="${n#q}" quads=1 filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|RowNormRope|BM_LayerNorm|BM_RmsNorm|BM_GroupNorm'
+    [ $blocks = 1 ] && filter='BM_Copy/8192/3072|ModulatedNorm|GatedNormAdd|BM_LayerNorm|BM_RmsNorm'  # bqN
   fi
   if [ "${n#g}" != "$n" ]; then
     ahead="${n#g}" n=0 filter='BM_Copy/8192/3072|BM_GroupNorm'

@@ -170,7 +170,9 @@ __device__ void forStagedSwizzledRows(std::int64_t rows, std::int64_t n, float* 
 ///   valueSteps(a), values(at, a, v) its values, one step at a time (a WarpRow step: one element
 ///                                   or pair), each step's alone
 /// `shared` hands the RowAt to every thread; free again at forStaged's closing __syncthreads.
-template <class Kernel, class RowAt>
+/// With kQuads its values walk takes quads where it can (RowOf, exact::QuadWarpRow: 4 consecutive
+/// elements a thread a step).
+template <class Kernel, bool kQuads, class RowAt>
 __device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, const typename Kernel::Staged* staged,
                           RowAt& shared) {
   if (threadIdx.x < 16) {
@@ -180,7 +182,7 @@ __device__ void stagedRow(const typename Kernel::Args& a, std::int64_t r, const 
   }
   __syncthreads();
   const RowAt v = shared;
-  const exact::WarpRow steps{Kernel::valueSteps(a), static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
+  const RowOf<kQuads> steps{Kernel::valueSteps(a), static_cast<int>(threadIdx.x % 16), 0xffffu << (threadIdx.x & 16u)};
   steps.forEachWideFrom(threadIdx.x, blockDim.x, [&](const auto& at) GIZML_HD_LAMBDA { Kernel::values(at, a, v); });
 }
 
@@ -188,27 +190,35 @@ template <class Kernel>
 using StagedRowAt = decltype(Kernel::statsOf(std::declval<const exact::WarpRow&>(), std::declval<const typename Kernel::Args&>(),
                                              0, std::declval<const typename Kernel::Staged*>()));
 
-/// Kernel's rows with a block a row. Dynamic shared memory: two rows of Staged.
+/// Whether a block a row of Kernel can take its values walk by quads (RowPlan::quads): a kernel whose
+/// half-warp rows can (TakesQuads), but for one whose staged values take a step of their own that
+/// a quad's 4 consecutive steps may not share (kStagedValuesInQuads false: rowNormRope's pairs,
+/// whose heads a quad could straddle).
 template <class Kernel>
+concept TakesStagedQuads =
+    TakesQuads<Kernel> && (!requires { Kernel::kStagedValuesInQuads; } || Kernel::kStagedValuesInQuads);
+
+/// Kernel's rows with a block a row. Dynamic shared memory: two rows of Staged.
+template <class Kernel, bool kQuads = false>
 __global__ void stagedRowsKernel(const typename Kernel::Args a) {
   using Staged = typename Kernel::Staged;
   GIZML_DYNAMIC_SHARED(float, staging);  // one name and type for every instantiation (16-byte aligned)
   __shared__ StagedRowAt<Kernel> shared;
   forStagedRows(a.rows, a.n, reinterpret_cast<Staged*>(staging), [&](std::int64_t r) { return Kernel::stagedRow(a, r); },
-                [&](std::int64_t r, const Staged* staged) { stagedRow<Kernel>(a, r, staged, shared); });
+                [&](std::int64_t r, const Staged* staged) { stagedRow<Kernel, kQuads>(a, r, staged, shared); });
 }
 
 /// The same for a Kernel whose rows read a row map (mapped(a, r), a.mods): a row whose entry is out
 /// of range is skipped by the whole block (every thread reads the same entry) and recorded in the
 /// device error flag. (Its copy is made all the same: the copy reads no mapped row.)
-template <class Kernel>
+template <class Kernel, bool kQuads = false>
 __global__ void stagedMappedRowsKernel(const typename Kernel::Args a, const ErrorFlag flag) {
   using Staged = typename Kernel::Staged;
   GIZML_DYNAMIC_SHARED(float, staging);
   __shared__ StagedRowAt<Kernel> shared;
   forStagedRows(a.rows, a.n, reinterpret_cast<Staged*>(staging), [&](std::int64_t r) { return Kernel::stagedRow(a, r); },
                 [&](std::int64_t r, const Staged* staged) {
-                  if (flag.inRange(0, Kernel::mapped(a, r), a.mods)) stagedRow<Kernel>(a, r, staged, shared);
+                  if (flag.inRange(0, Kernel::mapped(a, r), a.mods)) stagedRow<Kernel, kQuads>(a, r, staged, shared);
                 });
 }
 #endif
@@ -251,9 +261,13 @@ void launchRowsStaged(const Gpu& g, const typename Kernel::Args& a, std::int64_t
   const RowPlan& plan = rowPlan(Kernel::kName);
   if (!plan.blocks || !stageable(Kernel::stagedRow(a, 0), a.n, stride)) return launchRows<Kernel>(g, a);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
-  allowShared(g, Kernel::kName, stagedRowsKernel<Kernel>, bytes);
-  launch(g, Kernel::kName, stagedRowsKernel<Kernel>,
-         residentGrid(g, stagedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes, plan), a, bytes);
+  const auto run = [&](auto* kernel) {
+    allowShared(g, Kernel::kName, kernel, bytes);
+    launch(g, Kernel::kName, kernel, residentGrid(g, kernel, a.rows, kStagedRowThreads, bytes, plan), a, bytes);
+  };
+  if constexpr (TakesStagedQuads<Kernel>)
+    if (plan.quads) return run(stagedRowsKernel<Kernel, true>);
+  run(stagedRowsKernel<Kernel>);
 }
 
 /// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows).
@@ -263,9 +277,14 @@ void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const 
   const RowPlan& plan = rowPlan(Kernel::kName);
   if (!plan.blocks || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
-  allowShared(g, Kernel::kName, stagedMappedRowsKernel<Kernel>, bytes);
-  launchChecked(g, Kernel::kName, {mapName}, stagedMappedRowsKernel<Kernel>,
-                residentGrid(g, stagedMappedRowsKernel<Kernel>, a.rows, kStagedRowThreads, bytes, plan), a, bytes);
+  const auto run = [&](auto* kernel) {
+    allowShared(g, Kernel::kName, kernel, bytes);
+    launchChecked(g, Kernel::kName, {mapName}, kernel, residentGrid(g, kernel, a.rows, kStagedRowThreads, bytes, plan),
+                  a, bytes);
+  };
+  if constexpr (TakesStagedQuads<Kernel>)
+    if (plan.quads) return run(stagedMappedRowsKernel<Kernel, true>);
+  run(stagedMappedRowsKernel<Kernel>);
 }
 
 }  // namespace gizml::detail

@@ -78,7 +78,7 @@ template <class Kernel>
 concept NamesStagedRow = requires(const typename Kernel::Args& a) { Kernel::stagedRow(a, std::int64_t{}); };
 
 /// Whether Kernel's row function has a values walk that can take quads (forEachWide over rows it
-/// reads and writes at its elements: exact::QuadWarpRow::forEachQuad), where its plan asks for them
+/// reads and writes at its elements: exact::QuadWarpRow::forEachQuadFrom), where its plan asks for them
 /// (RowPlan::quads). Only those kernels are built both ways.
 template <class Kernel>
 concept TakesQuads = Kernel::kValuesInQuads;

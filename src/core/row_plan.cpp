@@ -16,7 +16,7 @@ namespace {
 /// form was written since without a GPU (README "Row plans").
 constexpr std::string_view kMeasuredRowPlans = "";
 
-constexpr std::string_view kRunNames = "N, bN, pN, qN, s, gL or bgL (N, L whole numbers)";
+constexpr std::string_view kRunNames = "N, bN, pN, qN, bqN, s, gL or bgL (N, L whole numbers)";
 
 [[noreturn]] void badPlan(std::string_view source, const std::string& what) {
   throw Error("gizml: " + std::string(source) + ": " + what);
@@ -103,6 +103,8 @@ RowPlan rowPlanOfRun(std::string_view run, std::string_view source) {
   }
   if (rest.starts_with("bg")) {
     p.blocks = true, rest.remove_prefix(2), number = &p.ahead, most = kMostGroupsAhead;
+  } else if (rest.starts_with("bq")) {
+    p.blocks = true, p.quads = true, rest.remove_prefix(2);
   } else if (rest.starts_with("g")) {
     rest.remove_prefix(1), number = &p.ahead, most = kMostGroupsAhead;
   } else if (rest.starts_with("b")) {

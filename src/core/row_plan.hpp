@@ -12,8 +12,9 @@
 // A run is named as the sweep names its runs: N (N rows a multiprocessor, 0 all at once), bN (a
 // block a row, at most N a multiprocessor), pN (a half-warp a row prefetching its row, at most N
 // rows a multiprocessor), qN (a half-warp a row whose values walk takes quads, at most N rows a
-// multiprocessor), s (the 8-bit rows by shuffles), gL (groupNorm in one launch, L groups
-// ahead), bgL (the same with a block's deeper ring).
+// multiprocessor), bqN (a block a row whose values walk takes quads), s (the 8-bit rows by
+// shuffles), gL (groupNorm in one launch, L groups ahead), bgL (the same with a block's deeper
+// ring).
 // Host code: the host-only build parses and tests plans too (row_plan_test), though only a GPU's
 // launches read them.
 #pragma once
@@ -37,10 +38,11 @@ struct RowPlan {
   /// A half-warp asks the L2 for the row it reads twice as it starts it (detail::prefetchRow,
   /// core/cuda_rows.cuh). GIZML_CUDA_L2_PREFETCH=0|1.
   bool prefetch = false;
-  /// A half-warp's values walk takes each lane's 4 consecutive elements a step (16-byte loads and
-  /// stores of F32, 8-byte of BF16: exact::QuadWarpRow::forEachQuad), not one element, where the op's
-  /// row function has such a walk (layerNorm, rmsNorm, modulatedNorm, gatedNormAddInto,
-  /// rowNormRopeInto, groupNorm's second pass: Kernel::kValuesInQuads) and its rows are so aligned.
+  /// The values walk takes each thread's 4 consecutive elements a step (16-byte loads and stores of
+  /// F32, 8-byte of BF16: exact::QuadWarpRow::forEachQuadFrom), not one element, where the op's row
+  /// function has such a walk (layerNorm, rmsNorm, modulatedNorm, gatedNormAddInto,
+  /// rowNormRopeInto, groupNorm's second pass: Kernel::kValuesInQuads; with a block a row the same
+  /// but rowNormRopeInto and groupNorm: TakesStagedQuads) and its rows are so aligned.
   /// GIZML_CUDA_QUADS=0|1.
   bool quads = false;
   /// At most this many rows a multiprocessor at once, the grid striding over the rest (for a block
@@ -57,8 +59,8 @@ struct RowPlan {
 constexpr long kMostRowsPerSm = 1L << 20;
 constexpr long kMostGroupsAhead = 1024;
 
-/// The plan a run's name gives (above: "0", "b4", "p32", "q0", "s", "g8", "bg8"); anything else is a
-/// gizml::Error naming `source` (where the name was written) and the names it takes.
+/// The plan a run's name gives (above: "0", "b4", "p32", "q0", "bq0", "s", "g8", "bg8"); anything
+/// else is a gizml::Error naming `source` (where the name was written) and the names it takes.
 RowPlan rowPlanOfRun(std::string_view run, std::string_view source);
 
 /// The row ops that can be given a plan of their own: their names as the ops are called, a

@@ -794,7 +794,7 @@ struct QuadWarpRow : WarpRow {
     const void* where[kQuadLoads];  // the row each was loaded from: the others' must be the same
 #endif
   };
-  /// One of 4 consecutive elements, i = 4 q + k, of the lane's quad q: forEachQuad's step. Its
+  /// One of 4 consecutive elements, i = 4 q + k, of the thread's quad q: forEachQuadFrom's step. Its
   /// step k = 0 loads the quad's 16 bytes (F32) or 8 (BF16) of each row in one access and keeps
   /// them (QuadLoads); steps 1 - 3 take element k of what step 0 kept, load by load in order (by
   /// forEachWide's contract each step loads the same rows in the same order). A store is held
@@ -870,7 +870,7 @@ struct QuadWarpRow : WarpRow {
     GIZML_HD void stream(float* row, float) const { see(row, 16); }
     GIZML_HD void stream(std::uint16_t* row, float) const { see(row, 8); }
   };
-  /// Whether forEachQuad may take the row: n a multiple of 4 and every row that body reads and
+  /// Whether forEachQuadFrom may take the row: n a multiple of 4 and every row that body reads and
   /// writes on its quads' bytes (AlignProbe; the body's values are left unused, so the compiler
   /// keeps only the addresses).
   template <class Body>
@@ -880,7 +880,7 @@ struct QuadWarpRow : WarpRow {
     body(AlignProbe{{0}, &aligned});
     return aligned;
   }
-  /// The held stores of a quad's 4 steps (forEachQuad), each slot as one 16- or 8-byte store: by
+  /// The held stores of a quad's 4 steps (forEachQuadFrom), each slot as one 16- or 8-byte store: by
   /// forEachWide's contract every step stores the same outputs in the same order, each at its own
   /// element, so the 4 steps' slot k are 4 consecutive elements of one row (the simulator checks).
   GIZML_HD static void writeQuad(const HeldAt& s0, const HeldAt& s1, const HeldAt& s2, const HeldAt& s3) {
@@ -909,18 +909,21 @@ struct QuadWarpRow : WarpRow {
     if (s0.held > 0) slot(s0.first, s1.first, s2.first, s3.first);
     if (s0.held > 1) slot(s0.second, s1.second, s2.second, s3.second);
   }
-  /// forEachWide where n is a multiple of 4: lane l takes quads l, l + 16, ... (elements 4 q ... 4 q
-  /// + 3), a quad's 4 steps loading before any stores (as forEachWideFrom's 4 steps: as many bytes
-  /// in flight); from the row's end, as forEachWideFrom. A half-warp's access is then 64 consecutive
-  /// elements, where forEachWideFrom's is 16: a quarter of the load and store instructions, and of
-  /// their address arithmetic. sm_90a, CUDA 13.0, ModulatedNorm's values (BF16 y): 94 instructions
-  /// for a lane's 4 values where forEachWideFrom takes 107, with 56 registers where it takes 48;
-  /// two quads in flight took 66 (and 8 16-byte loads in 166 instructions).
+  /// forEachWideFrom(4 first, 4 stride) where n is a multiple of 4, a step a quad: the thread takes
+  /// quads first, first + stride, ... (elements 4 q ... 4 q + 3), a quad's 4 steps loading before
+  /// any stores (as forEachWideFrom's 4 steps: as many bytes in flight), from the row's end as
+  /// forEachWideFrom. A half-warp's access is then 64 consecutive elements, where forEachWideFrom's
+  /// is 16: a quarter of the load and store instructions, and of their address arithmetic.
+  /// sm_90a, CUDA 13.0, ModulatedNorm's values (BF16 y): 94 instructions for a lane's 4 values
+  /// where forEachWideFrom takes 107, with 56 registers where it takes 48; two quads in flight took
+  /// 66 (and 8 16-byte loads in 166 instructions).
   template <class Body>
-  GIZML_HD void forEachQuad(Body body) const {
+  GIZML_HD void forEachQuadFrom(std::int64_t first, std::int64_t stride, Body body) const {
     const std::int64_t quads = n / 4;
-    if (quads <= 0) return;
-    const auto one = [&](std::int64_t q) {
+    std::int64_t q = first + (quads - 1) / stride * stride;  // this thread's quad of the last step
+    if (q >= quads) q -= stride;
+    GIZML_UNROLL(1)  // one quad in flight (nvcc unrolled two: 60 - 64 registers)
+    for (; q >= first; q -= stride) {
       QuadLoads kept;
       const QuadAt s0{{{4 * q}}, 0, &kept}, s1{{{4 * q + 1}}, 1, &kept}, s2{{{4 * q + 2}}, 2, &kept},
           s3{{{4 * q + 3}}, 3, &kept};
@@ -929,23 +932,22 @@ struct QuadWarpRow : WarpRow {
       body(s2);
       body(s3);
       writeQuad(s0, s1, s2, s3);
-    };
-    std::int64_t q = lane + (quads - 1) / 16 * 16;  // this lane's quad of the row's last step
-    if (quads % 16 != 0) {
-      if (q < quads) one(q);
-      q -= 16;
     }
-    GIZML_UNROLL(1)  // one quad in flight (nvcc unrolled two: 60 - 64 registers)
-    for (; q >= lane; q -= 16) one(q);
   }
-  /// forEachQuad if n is a multiple of 4 and body's rows are so aligned (quadsAligned), else
-  /// WarpRow's. body loads the same rows in the same order at every step (at most kQuadLoads of
-  /// them; more are each step's own) and stores the same outputs in the same order (HeldAt's two at
-  /// most), as every forEachWide body does.
+  /// forEachQuadFrom if n is a multiple of 4 and body's rows are so aligned (quadsAligned), else
+  /// WarpRow's forEachWideFrom: a whole block's steps (core/cuda_row_blocks.cuh) as a half-warp's.
+  /// body loads the same rows in the same order at every step (at most kQuadLoads of them; more
+  /// are each step's own) and stores the same outputs in the same order (HeldAt's two at most),
+  /// as every forEachWide body does.
+  template <class Body>
+  GIZML_HD void forEachWideFrom(std::int64_t first, std::int64_t stride, Body body) const {
+    if (quadsAligned(body)) return forEachQuadFrom(first, stride, body);
+    WarpRow::forEachWideFrom(first, stride, body);
+  }
+  /// forEachWideFrom(lane, 16): the half-warp's.
   template <class Body>
   GIZML_HD void forEachWide(Body body) const {
-    if (quadsAligned(body)) return forEachQuad(body);
-    WarpRow::forEachWide(body);
+    forEachWideFrom(lane, 16, body);
   }
 };
 

@@ -321,6 +321,9 @@ struct PixelNorm {
 struct RowNormRope {
   static constexpr const char* kName = "gizml::netops::rowNormRopeInto";
   static constexpr bool kValuesInQuads = true;  // its heads' walks take quads where its plan asks
+  // (Not its block a row's walk over the row's pairs, one a step: 4 consecutive pairs may straddle
+  // two heads, where the rows a step loads move; TakesStagedQuads, core/cuda_row_blocks.cuh.)
+  static constexpr bool kStagedValuesInQuads = false;
   struct Args {
     std::uint16_t* v;
     std::int64_t stride, rows, n, head;  // n = width
