@@ -914,9 +914,9 @@ struct QuadWarpRow : WarpRow {
   /// any stores (as forEachWideFrom's 4 steps: as many bytes in flight), from the row's end as
   /// forEachWideFrom. A half-warp's access is then 64 consecutive elements, where forEachWideFrom's
   /// is 16: a quarter of the load and store instructions, and of their address arithmetic.
-  /// sm_90a, CUDA 13.0, ModulatedNorm's values (BF16 y): 94 instructions for a lane's 4 values
-  /// where forEachWideFrom takes 107, with 56 registers where it takes 48; two quads in flight took
-  /// 66 (and 8 16-byte loads in 166 instructions).
+  /// sm_90a, CUDA 13.0, ModulatedNorm's values (BF16 y): 91 instructions for a lane's 4 values
+  /// where forEachWideFrom takes 107, at 48 registers either way; two quads in flight took 66 (and
+  /// 8 16-byte loads in 166 instructions).
   template <class Body>
   GIZML_HD void forEachQuadFrom(std::int64_t first, std::int64_t stride, Body body) const {
     const std::int64_t quads = n / 4;
