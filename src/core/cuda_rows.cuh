@@ -103,17 +103,16 @@ template <class Kernel>
 void launchRows(const Gpu& g, const typename Kernel::Args& a) {
   if (a.rows == 0) return;
   const RowPlan& plan = rowPlan(Kernel::kName);
-  const Grid grid = rowsGrid(g, a.rows, plan);
-  if constexpr (TakesQuads<Kernel>) {
+  const auto run = [&](auto* kernel) { launch(g, Kernel::kName, kernel, rowsGrid(g, a.rows, plan), a); };
+  if constexpr (TakesQuads<Kernel>)
     if (plan.quads) {
       if constexpr (NamesStagedRow<Kernel>)
-        if (plan.prefetch) return launch(g, Kernel::kName, rowsKernel<Kernel, true, true>, grid, a);
-      return launch(g, Kernel::kName, rowsKernel<Kernel, false, true>, grid, a);
+        if (plan.prefetch) return run(rowsKernel<Kernel, true, true>);
+      return run(rowsKernel<Kernel, false, true>);
     }
-  }
   if constexpr (NamesStagedRow<Kernel>)
-    if (plan.prefetch) return launch(g, Kernel::kName, rowsKernel<Kernel, true>, grid, a);
-  launch(g, Kernel::kName, rowsKernel<Kernel>, grid, a);
+    if (plan.prefetch) return run(rowsKernel<Kernel, true>);
+  run(rowsKernel<Kernel>);
 }
 
 /// rowsKernel for row functions that read a row map: row r runs only when Kernel::mapped(a, r)
@@ -135,18 +134,18 @@ template <class Kernel>
 void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
   if (a.rows == 0) return;
   const RowPlan& plan = rowPlan(Kernel::kName);
-  const Grid grid = rowsGrid(g, a.rows, plan);
-  if constexpr (TakesQuads<Kernel>) {
+  const auto run = [&](auto* kernel) {
+    launchChecked(g, Kernel::kName, {mapName}, kernel, rowsGrid(g, a.rows, plan), a);
+  };
+  if constexpr (TakesQuads<Kernel>)
     if (plan.quads) {
       if constexpr (NamesStagedRow<Kernel>)
-        if (plan.prefetch)
-          return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true, true>, grid, a);
-      return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, false, true>, grid, a);
+        if (plan.prefetch) return run(mappedRowsKernel<Kernel, true, true>);
+      return run(mappedRowsKernel<Kernel, false, true>);
     }
-  }
   if constexpr (NamesStagedRow<Kernel>)
-    if (plan.prefetch) return launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel, true>, grid, a);
-  launchChecked(g, Kernel::kName, {mapName}, mappedRowsKernel<Kernel>, grid, a);
+    if (plan.prefetch) return run(mappedRowsKernel<Kernel, true>);
+  run(mappedRowsKernel<Kernel>);
 }
 
 }  // namespace gizml::detail
