@@ -29,7 +29,8 @@ inline const Caches& caches() {
 /// core's L1 holds 48 KiB or more (a Zen 5's, a recent Xeon's), else into L2 (prefetcht1), where
 /// a smaller L1 (a Zen 4's 32 KiB) would lose the lines it holds for the work under way. On a
 /// Zen 5, prefetcht1 helped less (modulatedInt8Rows: 4.6 - 6.8 ms against 4.3 - 6.0 with
-/// prefetcht0; a Zen 4 or 5 may drop a prefetcht1).
+/// prefetcht0; a Zen 4 or 5 may drop a prefetcht1). pixelNorm's pipeline with SiLU asks for its next
+/// block into L1 on any machine (a Zen 4 measured it faster: norms/host.cpp).
 /// (Inlined always: GCC takes a function whose only work is a prefetch for one without effects,
 /// and drops calls to it.)
 struct LinePrefetch {

@@ -547,8 +547,22 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
   using exact::f32x16;
   f32x16 ss[kPixelBlockSteps];  // the sums of the block under way
   bool summed = false;          // whether the previous block ran them
-  const detail::LinePrefetch prefetch;
-  const auto prefetchBlockChannel = [&](const T* values) __attribute__((always_inline)) {  // a block's, one channel
+  // Where each prefetch puts its lines: detail::LinePrefetch's choice (L1 where it holds 48 KiB or
+  // more, else L2), but the next block's channels (from memory) into L1 in any case for F32 with
+  // SiLU, whose long second pass keeps them waiting there. On a Zen 4 (32 KiB L1, 1 MiB L2), 2
+  // threads, gizml_bench alternating two builds, three rounds: [8, 384, 8192] in place 6.5 - 6.9 ->
+  // 4.7 - 4.8 ms (the copy 3.5 - 3.7 ms); medians of 13 calls alternated in one process: [8, 128,
+  // 16384] in place 5.1 -> 3.3 ms, out of place 6.3 -> 3.8, [8, 1024, 4096] 10.7 -> 9.4, [4, 384,
+  // 8192] out of place 3.8 - 4.4 -> 3.1 - 3.2; the x86-64-v3 build [8, 384, 8192] in place 6.9 ->
+  // 5.7, out of place 7.7 -> 6.1. Where x is in L3 it moved either way from run to run ([2, 128,
+  // 16384] out of place 1.2 - 1.4 -> 1.5 - 1.6 ms, [2, 384, 8192] 3.5 - 3.8 -> 3.1 - 3.3 in one run
+  // and 2.2 -> 2.7 in another). BF16 with SiLU (bound by its arithmetic) and the runs without SiLU
+  // were no faster so, or slower (BF16 in place without SiLU, x86-64-v3: 4.1 - 5.0 -> 5.7 - 6.7
+  // ms), and this block's channels (from L2) into L1 too was slower for BF16: both keep the choice.
+  const bool intoL1 = detail::LinePrefetch{}.intoL1;
+  const detail::LinePrefetch nextBlockPrefetch{intoL1 || (a.act && sizeof(T) == 4)}, thisBlockPrefetch{intoL1};
+  const auto prefetchBlockChannel = [&](const T* values, const detail::LinePrefetch& prefetch)
+                                        __attribute__((always_inline)) {  // a block's, one channel
     const char* bytes = reinterpret_cast<const char*>(values);
 #pragma GCC unroll 8
     for (std::size_t line = 0; line < block * sizeof(T); line += 64) prefetch(bytes + line);
@@ -575,10 +589,10 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
 #pragma GCC unroll 8
       for (int b = 0; b < kPixelBlockSteps; ++b) nextSs[b] = f32x16{};
       pixelBlockValues<kHeld>(a, x + at, out + at, ss, stream, [&](std::int64_t ch) __attribute__((always_inline)) {
-        if (ch + kValuesAhead < a.c) prefetchBlockChannel(x + at + (ch + kValuesAhead) * a.pixels);
+        if (ch + kValuesAhead < a.c) prefetchBlockChannel(x + at + (ch + kValuesAhead) * a.pixels, thisBlockPrefetch);
         if (readsOut && ch + kSumsAhead < a.c) prefetchBlockChannelForWrite(out + at + (ch + kSumsAhead) * a.pixels);
         if (!next) return;
-        if (ch + kSumsAhead < a.c) prefetchBlockChannel(next + (ch + kSumsAhead) * a.pixels);
+        if (ch + kSumsAhead < a.c) prefetchBlockChannel(next + (ch + kSumsAhead) * a.pixels, nextBlockPrefetch);
         pixelBlockSumsStep(next + ch * a.pixels, nextSs);
       });
 #pragma GCC unroll 8
