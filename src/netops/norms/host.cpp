@@ -597,8 +597,15 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
       // L3) BF16 0.233 -> 0.254, F32 0.236 -> 0.225. The x86-64-v3 build, which takes this pipeline
       // out of place too: [8, 384, 8192] in place BF16 3.59 -> 2.97, F32 5.88 -> 4.06, out of place
       // 4.94 -> 4.17 and 5.80 -> 4.12; [8, 1024, 4096] in place 6.95 -> 4.49 and 8.14 -> 5.39.
-      // With SiLU it was slower (F32 [8, 384, 8192] in place 5.1 - 5.2 -> 5.3 - 5.5 ms).
-      const T* after = !next ? nullptr : k + 1 < blocks ? blockAfter(t, k + 1) : blockAfter(t + 1, 0);
+      // With SiLU it was slower (F32 [8, 384, 8192] in place 5.1 - 5.2 -> 5.3 - 5.5 ms). Where the
+      // prefetches go into L1 (48 KiB or more) it was slower too, into L1 or L2: on a Xeon (48 KiB
+      // L1, 2 MiB L2), 2 threads, medians of 15 alternated calls, in place, without it: [8, 384,
+      // 8192] BF16 4.0 - 4.5 -> 2.6 - 3.1 ms, F32 5.9 - 7.0 -> 5.2 - 5.6; [8, 1024, 4096] BF16 6.2
+      // -> 4.3, F32 10.6 -> 8.2; [1, 384, 8192] BF16 0.44 -> 0.33; the x86-64-v3 build F32 in place
+      // 7.2 -> 4.5, out of place 7.9 -> 5.2 (BF16 even). So only a small L1 (a Zen 4's) asks for it.
+      const T* after = a.act || intoL1 || !next ? nullptr
+                       : k + 1 < blocks       ? blockAfter(t, k + 1)
+                                              : blockAfter(t + 1, 0);
       f32x16 nextSs[kPixelBlockSteps];
 #pragma GCC unroll 8
       for (int b = 0; b < kPixelBlockSteps; ++b) nextSs[b] = f32x16{};
@@ -608,7 +615,7 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
         if (!next) return;
         if (ch + kSumsAhead < a.c) {
           prefetchBlockChannel(next + (ch + kSumsAhead) * a.pixels, nextBlockPrefetch);
-          if (!a.act && after) prefetchBlockChannel(after + (ch + kSumsAhead) * a.pixels, nextBlockPrefetch);
+          if (after) prefetchBlockChannel(after + (ch + kSumsAhead) * a.pixels, nextBlockPrefetch);
         }
         pixelBlockSumsStep(next + ch * a.pixels, nextSs);
       });
