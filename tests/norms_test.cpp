@@ -569,6 +569,37 @@ TEST(PixelNorm, SiluOfLargeValuesEqualsTheReference) {
   }
 }
 
+/// The host's blocks of pixels (128 with AVX-512, 64 without) take shortcuts where their sums
+/// prove every value small (norms/host.cpp, pixelValuesSmall: SiLU's exp without its test or
+/// clamp, BF16 rounded without the NaN's test); blocks that hold special values must not, or must
+/// give the same bits. Blocks holding a NaN, an infinity, a value whose square overflows, a pixel
+/// of zeros, or nothing special, with and without SiLU, F32 and BF16, in place and out, each equal
+/// to the reference. (Values past 86 with SiLU: SiluOfLargeValuesEqualsTheReference.)
+TEST(PixelNorm, SpecialValuesEqualTheReference) {
+  const std::int64_t c = 16, pixels = 1024, count = c * pixels;
+  auto x = randomFloats(Key{139, 1}, count);
+  const auto set = [&](std::int64_t pixel, std::int64_t ch, float v) { x[ch * pixels + pixel] = v; };
+  set(5, 3, NAN);           // block 0 either way
+  set(200, 0, INFINITY);    // AVX-512's block 1, AVX2's block 3
+  set(330, 15, -INFINITY);  // block 2 / 5
+  set(460, 7, 3e30f);       // block 3 / 7: its square overflows, the sum is inf
+  for (std::int64_t ch = 0; ch < c; ++ch) set(700, ch, 0.0f);  // block 5 / 10: r = 1 / sqrt(eps)
+  set(900, 2, 1e-30f);      // block 7 / 14: a tiny sum beside the pixel's others
+  for (bool act : {false, true})
+    for (DType dtype : {DType::F32, DType::BF16})
+      for (bool inPlace : {false, true}) {
+        SCOPED_TRACE(std::string(gizml::dtypeName(dtype)) + (act ? ", SiLU" : "") + (inPlace ? ", in place" : ""));
+        Tensor in = host(x, {1, c, pixels}).to(dtype);
+        const auto rounded = in.toFloats();
+        std::vector<float> want(count);
+        gizml::reference::pixelNorm(rounded.data(), 1, c, pixels, 1e-8, act, want.data());
+        if (dtype == DType::BF16) want = host(want, {1, c, pixels}).to(DType::BF16).toFloats();
+        Tensor out = inPlace ? in : Tensor::empty(in.shape(), dtype);
+        netops::pixelNormInto(in, 1e-8, act, out);
+        EXPECT_TRUE(sameBits(out.toFloats(), want));
+      }
+}
+
 /// An out past 32 MiB, apart from x, is streamed past the caches (BF16 with AVX-512); in place
 /// it is not. Both, and each frame taken alone (below 32 MiB), give the same bits, F32 and BF16,
 /// with and without SiLU; 4128 pixels a channel (a multiple of 32: streamable) end each

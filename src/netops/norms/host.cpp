@@ -411,11 +411,31 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
     }
     beside(ch);
   };
+  // Step b's values v into out's channel at o: past the caches where asked (AVX-512 only), and BF16
+  // values proven numbers (`small`) rounded without the NaN's test and select where no instruction
+  // rounds them (bf16RoundedBitsOfNumbers: the same bits).
+  const auto put = [&](auto small, T* o, int b, const exact::f32x16& v) __attribute__((always_inline)) {
+    if constexpr (sizeof(T) == 2 && decltype(small)::value && !kBf16Instructions) {
+      const exact::u32x16 bits = exact::bf16RoundedBitsOfNumbers(v);
+#if defined(__AVX512F__)
+      if (stream) {
+        exact::streamHigh16(o + 16 * b, bits);
+        return;
+      }
+#endif
+      exact::storeHigh16(o + 16 * b, bits);
+    } else {
+      Step{16 * b, 16, stream}.stream(o, v);  // a plain store unless `stream`
+    }
+  };
   const auto channels = [&](auto small) __attribute__((always_inline)) {
     for (std::int64_t ch = 0; ch < a.c; ++ch) {
       T* o = out + ch * a.pixels;
-      values(small, ch, [&](const exact::HostRow::TwinAt& two, int, const exact::f32x16x2& v)
-                            __attribute__((always_inline)) { two.stream(o, v); });  // a plain store unless `stream`
+      values(small, ch, [&](const exact::HostRow::TwinAt&, int b, const exact::f32x16x2& v)
+                            __attribute__((always_inline)) {
+                              put(small, o, b, v.a);
+                              put(small, o, b + 1, v.b);
+                            });
     }
   };
   const auto heldChannels = [&](auto small) __attribute__((always_inline)) {
@@ -432,25 +452,16 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
       for (std::int64_t k = 0; k < count; ++k) {
         T* o = out + (first + k) * a.pixels;
 #pragma GCC unroll 8
-        for (int b = 0; b < kPixelBlockSteps; ++b) {
-          const exact::f32x16 v = exact::loadAll16(held[k] + 16 * b);
-          if constexpr (decltype(small)::value && !kBf16Instructions) {
-            const exact::u32x16 bits = exact::bf16RoundedBitsOfNumbers(v);
-#if defined(__AVX512F__)
-            if (stream) {
-              exact::streamHigh16(o + 16 * b, bits);
-              continue;
-            }
-#endif
-            exact::storeHigh16(o + 16 * b, bits);
-          } else {
-            Step{16 * b, 16, stream}.stream(o, v);  // past the caches where asked (AVX-512 only)
-          }
-        }
+        for (int b = 0; b < kPixelBlockSteps; ++b) put(small, o, b, exact::loadAll16(held[k] + 16 * b));
       }
     }
   };
-  const bool small = a.act && pixelValuesSmall(ss, r, a.c);
+  // Without SiLU the test serves BF16 values' rounding alone (put), where no instruction rounds
+  // them. On a Xeon, 1 thread, [1, 384, 256] in L2 out of place: the x86-64-v3 build 0.29 -> 0.21
+  // ns a value, x86-64-v4 0.180 -> 0.154; 2 threads, medians of 11, three rounds of two builds by
+  // turns, x86-64-v3 in place: [8, 384, 8192] 5.1 - 6.6 -> 4.2 - 4.3 ms, [8, 1024, 4096] 8.7 - 9.9
+  // -> 7.2 - 7.7; out of place the same (bound by its stores, which read their lines first).
+  const bool small = (a.act || (sizeof(T) == 2 && !kBf16Instructions)) && pixelValuesSmall(ss, r, a.c);
   if constexpr (kHeld && sizeof(T) == 2) {
     if (small) heldChannels(std::true_type{});
     else heldChannels(std::false_type{});
