@@ -112,9 +112,16 @@ GIZML_ROW void storeBF16x16(std::uint16_t* p, f32x16 v) {
 #endif
 }
 
-/// 16 lanes stored as BF16 at p (32-byte aligned) past the caches: storeBF16x16's bits. AVX-512
-/// only (AVX2 would need a pack and a lane permute first; there it is not used: kStreamsStores).
-#if defined(__AVX512F__)
+/// 16 lanes stored as BF16 at p (32-byte aligned) past the caches: storeBF16x16's bits. Outputs
+/// large enough to stream (streamable) are streamed as BF16 as they are as F32. (Without
+/// AVX512_BF16, an x86-64-v4 build, the BF16 rounding is integer steps, streamed all the same since
+/// stop 49: on a Xeon, 2 threads, out of place, BF16 pixelNorm [8, 384, 8192] 7.4 - 8.7 -> 3.6 - 3.8
+/// ms, with SiLU 5.9 - 6.0 -> 5.0 - 5.1; groupNorm of [512, 48 x 1024] / 32 with a BF16 y 6.8 - 6.9
+/// -> 5.6 - 5.9. Without AVX-512 too since stop 54: a Xeon, x86-64-v3, 2 threads, medians of 11,
+/// two builds by turns: pixelNorm [8, 384, 8192] BF16 out of place 6.1 - 6.6 -> 4.2 - 4.3 ms, with
+/// SiLU 9.3 - 9.6 -> 8.0 - 8.2; groupNorm with a BF16 y 5.8 - 6.3 -> 5.1 - 5.6 (with SiLU even,
+/// 10.2 - 10.8); modulatedNorm [8192, 3072] with a BF16 y 5.9 - 6.1 -> 5.1 - 5.3, centered 6.9 - 7.8
+/// -> 6.7 - 7.1.)
 GIZML_ROW void streamBF16x16(std::uint16_t* p, f32x16 v) {
 #if defined(__AVX512BF16__)
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p), bf16Bits16(v));
@@ -122,20 +129,6 @@ GIZML_ROW void streamBF16x16(std::uint16_t* p, f32x16 v) {
   streamHigh16(p, bf16RoundedBits(v));
 #endif
 }
-#endif
-
-/// Whether HostRow::At::stream(T*, v) writes past the caches (where asked): F32 always; BF16 with
-/// AVX-512 only, else it is a plain store. (Without AVX512_BF16, an x86-64-v4 build, the BF16
-/// rounding is integer steps, streamed all the same since stop 49: on a Xeon, 2 threads, out of
-/// place, BF16 pixelNorm [8, 384, 8192] 7.4 - 8.7 -> 3.6 - 3.8 ms, with SiLU 5.9 - 6.0 -> 5.0 - 5.1;
-/// groupNorm of [512, 48 x 1024] / 32 with a BF16 y 6.8 - 6.9 -> 5.6 - 5.9.)
-#if defined(__AVX512F__)
-template <class T>
-inline constexpr bool kStreamsStores = true;
-#else
-template <class T>
-inline constexpr bool kStreamsStores = sizeof(T) == 4;
-#endif
 
 struct HostRow : RowSums<HostRow> {
   using F = f32x16;
@@ -167,11 +160,9 @@ struct HostRow : RowSums<HostRow> {
       else store16(row + i, v, count);
     }
     /// BF16 lanes past the caches where asked (32 bytes, 32-byte aligned where the row starts on
-    /// 64 bytes); with AVX-512 only, else as store.
+    /// 64 bytes), else as store.
     GIZML_ROW void stream(std::uint16_t* row, F v) const {
-#if defined(__AVX512F__)
       if (streaming && count == 16) return streamBF16x16(row + i, v);
-#endif
       store(row, v);
     }
     GIZML_ROW F oneHot(std::int64_t index) const {
@@ -261,6 +252,10 @@ struct HostRow : RowSums<HostRow> {
   /// [512, 48 x 1024] / 32, 2 threads: 12.5 - 12.7 -> 11.3 - 11.6 ms in two rounds of pairs; the
   /// norms without SiLU the same within the noise. A body's values are its steps' alone
   /// (forEachWide's contract), so a store a step later writes the same bits to the same place.
+  /// kStream: its stores go past the caches (a streamed output's), chosen with the loop
+  /// (forEachWide), not a pair at a time: a flag tested at each store made groupNorm + SiLU with a
+  /// BF16 y 4 - 5 % slower (a Xeon, x86-64-v3, 2 threads, streamed or not).
+  template <bool kStream>
   struct LateBF16 {
     std::uint16_t* where = nullptr;  // the held pair's first element; null: none held
     f32x16x2 v;
@@ -272,8 +267,13 @@ struct HostRow : RowSums<HostRow> {
     }
     GIZML_ROW void flush() {
       if (!where) return;
-      storeBF16x16(where, v.a);
-      storeBF16x16(where + 16, v.b);
+      if constexpr (kStream) {
+        streamBF16x16(where, v.a);
+        streamBF16x16(where + 16, v.b);
+      } else {
+        storeBF16x16(where, v.a);
+        storeBF16x16(where + 16, v.b);
+      }
       where = nullptr;
     }
   };
@@ -286,33 +286,35 @@ struct HostRow : RowSums<HostRow> {
 
   /// Two whole steps, elements [i, i + 32), as one: their lanes are an f32x16x2, so that a long
   /// per-element chain (SiLU's exp and division) runs as two interleaved chains (exact/twin.hpp).
-  /// With `late`, the step's first BF16 store (store or stream) goes through it (LateBF16::put);
-  /// any other store is made at once.
-  struct TwinAt {
+  /// With `late`, the step's first BF16 store (a stream where kStream, else a store) goes through
+  /// it (LateBF16::put); any other store is made at once.
+  template <bool kStream>
+  struct TwinAtOf {
     At lo, hi;
-    LateBF16* late = nullptr;
+    LateBF16<kStream>* late = nullptr;
     mutable bool heldOne = false;  // whether this step's first BF16 store went to `late`
     GIZML_ROW f32x16x2 load(const float* row) const { return {lo.load(row), hi.load(row)}; }
     GIZML_ROW f32x16x2 load(const std::uint16_t* row) const { return {lo.load(row), hi.load(row)}; }
     template <class T>
     GIZML_ROW void store(T* row, const f32x16x2& v) const {
-      if (held(row, v)) return;
+      if (held(row, v, false)) return;
       lo.store(row, v.a);
       hi.store(row, v.b);
     }
     template <class T>
     GIZML_ROW void stream(T* row, const f32x16x2& v) const {
-      if (held(row, v)) return;
+      if (held(row, v, lo.streaming)) return;
       lo.stream(row, v.a);
       hi.stream(row, v.b);
     }
 
    private:
-    /// Whether v went to `late` (a BF16 row, the step's first such store).
+    /// Whether v went to `late` (a BF16 row, the step's first such store, streamed or not as
+    /// `late` stores).
     template <class T>
-    GIZML_ROW bool held(T* row, const f32x16x2& v) const {
-      if constexpr (sizeof(T) == 2 && !kStreamsStores<T>) {
-        if (late && !heldOne) {
+    GIZML_ROW bool held(T* row, const f32x16x2& v, bool streamed) const {
+      if constexpr (sizeof(T) == 2 && kLateBF16) {
+        if (late && !heldOne && streamed == kStream) {
           heldOne = true;
           late->put(row + lo.i, v);  // lo and hi are whole steps side by side
           return true;
@@ -321,17 +323,26 @@ struct HostRow : RowSums<HostRow> {
       return false;
     }
   };
-  /// forEach, the whole pairs of steps handed to body as a TwinAt, the rest (a last step, a
+  using TwinAt = TwinAtOf<false>;
+  /// forEach, the whole pairs of steps handed to body as a TwinAtOf, the rest (a last step, a
   /// partial one) as At: each element's steps are the same, in the same order. A pair's BF16
   /// values are stored during the next pair's (LateBF16) where kLateBF16.
   template <class Body>
   GIZML_ROW void forEachWide(Body body) const {
+    if constexpr (kLateBF16)
+      if (streamStores) return wideSteps<true>(body);
+    wideSteps<false>(body);
+  }
+  /// forEachWide's loop; kStream: streamStores, known to be set (LateBF16's stores streamed).
+  template <bool kStream, class Body>
+  GIZML_ROW void wideSteps(Body& body) const {
+    const bool streaming = kStream || streamStores;
     std::int64_t i = 0;
-    LateBF16 late;
+    LateBF16<kStream> late;
     for (; i + 32 <= n; i += 32)
-      body(TwinAt{At{i, 16, streamStores}, At{i + 16, 16, streamStores}, kLateBF16 ? &late : nullptr});
+      body(TwinAtOf<kStream>{At{i, 16, streaming}, At{i + 16, 16, streaming}, kLateBF16 ? &late : nullptr});
     late.flush();
-    for (; i < n; i += 16) body(At{i, n - i < 16 ? n - i : 16, streamStores});
+    for (; i < n; i += 16) body(At{i, n - i < 16 ? n - i : 16, streaming});
   }
   /// forEachWide for a body whose loads sit in a loop of a run-time count (WarpRow's takes such a
   /// body an element a step); on the host forEachWide itself.

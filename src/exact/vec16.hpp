@@ -296,11 +296,18 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
 /// picked to the low 8 bytes of its two 128-bit lanes (vpshufb), the halves' lanes paired
 /// (vpunpcklqdq: words 0-3, 8-11 | 4-7, 12-15) and put in order (vpermq). Four shuffles, where
 /// storeLow16 of v >> 16 takes two shifts, two masks, a pack and a permute.
-GIZML_VEC void storeHigh16(std::uint16_t* p, u32x16 v) {
+GIZML_VEC __m256i high16Words(u32x16 v) {
   const __m256i high = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                         2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i lo = _mm256_shuffle_epi8((__m256i)v.h[0], high), hi = _mm256_shuffle_epi8((__m256i)v.h[1], high);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(lo, hi), 0xD8));
+  return _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(lo, hi), 0xD8);
+}
+GIZML_VEC void storeHigh16(std::uint16_t* p, u32x16 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), high16Words(v));
+}
+/// storeHigh16 past the caches (a streaming store; p 32-byte aligned), as with AVX-512.
+GIZML_VEC void streamHigh16(std::uint16_t* p, u32x16 v) {
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), high16Words(v));
 }
 GIZML_VEC f32x16 evenLanes(f32x16 a, f32x16 b) {
   return f32x16(__builtin_shufflevector(a.h[0], a.h[1], 0, 2, 4, 6, 8, 10, 12, 14),

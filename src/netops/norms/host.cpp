@@ -411,19 +411,14 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
     }
     beside(ch);
   };
-  // Step b's values v into out's channel at o: past the caches where asked (AVX-512 only), and BF16
+  // Step b's values v into out's channel at o: past the caches where asked, and BF16
   // values proven numbers (`small`) rounded without the NaN's test and select where no instruction
   // rounds them (bf16RoundedBitsOfNumbers: the same bits).
   const auto put = [&](auto small, T* o, int b, const exact::f32x16& v) __attribute__((always_inline)) {
     if constexpr (sizeof(T) == 2 && decltype(small)::value && !kBf16Instructions) {
       const exact::u32x16 bits = exact::bf16RoundedBitsOfNumbers(v);
-#if defined(__AVX512F__)
-      if (stream) {
-        exact::streamHigh16(o + 16 * b, bits);
-        return;
-      }
-#endif
-      exact::storeHigh16(o + 16 * b, bits);
+      if (stream) exact::streamHigh16(o + 16 * b, bits);
+      else exact::storeHigh16(o + 16 * b, bits);
     } else {
       Step{16 * b, 16, stream}.stream(o, v);  // a plain store unless `stream`
     }
@@ -578,11 +573,11 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
 #pragma GCC unroll 8
     for (std::size_t line = 0; line < block * sizeof(T); line += 64) prefetch(bytes + line);
   };
-  // Out of place, and not past the caches (BF16 has no streaming store without AVX-512), each
-  // store reads its line first: it is asked for, with the intent to write, as far ahead (on a Zen 2,
+  // Out of place, and not past the caches (an out too small to stream), each store reads its line
+  // first: it is asked for, with the intent to write, as far ahead (on a Zen 2,
   // BF16 [8, 384, 8192] with SiLU out of place, 2 threads: 31.6 -> 14.0 - 14.3 ms; 4 and 16
   // channels ahead did the same).
-  const bool readsOut = out != x && !(stream && exact::kStreamsStores<T>);
+  const bool readsOut = out != x && !stream;
   const auto prefetchBlockChannelForWrite = [&](T* values) __attribute__((always_inline)) {
     char* bytes = reinterpret_cast<char*>(values);
 #pragma GCC unroll 8
