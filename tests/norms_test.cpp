@@ -600,7 +600,7 @@ TEST(PixelNorm, SpecialValuesEqualTheReference) {
       }
 }
 
-/// An out past 32 MiB, apart from x, is streamed past the caches (BF16 with AVX-512); in place
+/// An out past 32 MiB, apart from x, is streamed past the caches (F32 and BF16); in place
 /// it is not. Both, and each frame taken alone (below 32 MiB), give the same bits, F32 and BF16,
 /// with and without SiLU; 4128 pixels a channel (a multiple of 32: streamable) end each
 /// frame in a short run and partial blocks.

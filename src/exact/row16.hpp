@@ -112,8 +112,8 @@ GIZML_ROW void storeBF16x16(std::uint16_t* p, f32x16 v) {
 #endif
 }
 
-/// 16 lanes stored as BF16 at p (32-byte aligned) past the caches: storeBF16x16's bits. Outputs
-/// large enough to stream (streamable) are streamed as BF16 as they are as F32. (Without
+/// 16 lanes stored as BF16 at p (32-byte aligned) past the caches: storeBF16x16's bits. BF16
+/// outputs large enough to stream (streamable) go past the caches as F32 ones do. (Without
 /// AVX512_BF16, an x86-64-v4 build, the BF16 rounding is integer steps, streamed all the same since
 /// stop 49: on a Xeon, 2 threads, out of place, BF16 pixelNorm [8, 384, 8192] 7.4 - 8.7 -> 3.6 - 3.8
 /// ms, with SiLU 5.9 - 6.0 -> 5.0 - 5.1; groupNorm of [512, 48 x 1024] / 32 with a BF16 y 6.8 - 6.9

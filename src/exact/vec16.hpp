@@ -292,16 +292,17 @@ GIZML_VEC void storeLow16(std::uint16_t* p, u32x16 v) {
   for (int l = 0; l < 16; ++l) p[l] = static_cast<std::uint16_t>(v.h[l / 8][l % 8]);
 #endif
 }
-/// The high 16 bits of each lane, stored as 16 consecutive std::uint16_t: each half's high words
-/// picked to the low 8 bytes of its two 128-bit lanes (vpshufb), the halves' lanes paired
-/// (vpunpcklqdq: words 0-3, 8-11 | 4-7, 12-15) and put in order (vpermq). Four shuffles, where
-/// storeLow16 of v >> 16 takes two shifts, two masks, a pack and a permute.
+/// The high 16 bits of each lane as 16 consecutive words, for storeHigh16 and streamHigh16: each
+/// half's high words picked to the low 8 bytes of its two 128-bit lanes (vpshufb), the halves'
+/// lanes paired (vpunpcklqdq: words 0-3, 8-11 | 4-7, 12-15) and put in order (vpermq). Four
+/// shuffles, where storeLow16 of v >> 16 takes two shifts, two masks, a pack and a permute.
 GIZML_VEC __m256i high16Words(u32x16 v) {
   const __m256i high = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                         2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i lo = _mm256_shuffle_epi8((__m256i)v.h[0], high), hi = _mm256_shuffle_epi8((__m256i)v.h[1], high);
   return _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(lo, hi), 0xD8);
 }
+/// The high 16 bits of each lane, stored as 16 consecutive std::uint16_t.
 GIZML_VEC void storeHigh16(std::uint16_t* p, u32x16 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), high16Words(v));
 }

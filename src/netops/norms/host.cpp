@@ -411,9 +411,9 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
     }
     beside(ch);
   };
-  // Step b's values v into out's channel at o: past the caches where asked, and BF16
-  // values proven numbers (`small`) rounded without the NaN's test and select where no instruction
-  // rounds them (bf16RoundedBitsOfNumbers: the same bits).
+  // Step b's values v into out's channel at o: past the caches where asked, and BF16 values proven
+  // numbers (`small`) rounded without the NaN's test and select where no instruction rounds them
+  // (bf16RoundedBitsOfNumbers: the same bits).
   const auto put = [&](auto small, T* o, int b, const exact::f32x16& v) __attribute__((always_inline)) {
     if constexpr (sizeof(T) == 2 && decltype(small)::value && !kBf16Instructions) {
       const exact::u32x16 bits = exact::bf16RoundedBitsOfNumbers(v);
@@ -574,9 +574,9 @@ void pixelNormThreadPipelined(const PixelNorm::Args& a, const T* x, T* out, cons
     for (std::size_t line = 0; line < block * sizeof(T); line += 64) prefetch(bytes + line);
   };
   // Out of place, and not past the caches (an out too small to stream), each store reads its line
-  // first: it is asked for, with the intent to write, as far ahead (on a Zen 2,
-  // BF16 [8, 384, 8192] with SiLU out of place, 2 threads: 31.6 -> 14.0 - 14.3 ms; 4 and 16
-  // channels ahead did the same).
+  // first: it is asked for, with the intent to write, as far ahead (on a Zen 2, BF16 [8, 384, 8192]
+  // with SiLU out of place, 2 threads: 31.6 -> 14.0 - 14.3 ms; 4 and 16 channels ahead did the
+  // same).
   const bool readsOut = out != x && !stream;
   const auto prefetchBlockChannelForWrite = [&](T* values) __attribute__((always_inline)) {
     char* bytes = reinterpret_cast<char*>(values);
