@@ -153,12 +153,12 @@ TEST(ExactMath, SiluOfSmallOverAllFloats) {
 }
 
 TEST(ExactMath, Bf16RoundingOverAllFloats) {
-  // The host's 16-lane rounding to BF16 (roundToBF16Lanes, storeBF16x16) against the scalar
-  // floatToBF16, every float. With AVX512_BF16 that is vcvtneps2bf16, which rounds the same but
-  // for subnormal inputs (it takes them for zero), and the integer steps for a vector holding one
-  // (convert.hpp's bf16Bits16): this sweep sees both. (Stop 21 measured it slower, on a bench whose
-  // rows had decayed to subnormals, which took the integer steps as well; on stable rows a Zen 4
-  // ran rowNormRope in 10.2-12.2 cycles a 16 values against 13.8-14.6.)
+  // The host's 16-lane rounding to BF16 (roundToBF16Lanes, storeBF16x16, storeBF16x32) against
+  // the scalar floatToBF16, every float. With AVX512_BF16 that is vcvtneps2bf16, which rounds the
+  // same but for subnormal inputs (it takes them for zero), and the integer steps for a vector
+  // holding one (convert.hpp's bf16Bits16): this sweep sees both. (Stop 21 measured it slower, on
+  // a bench whose rows had decayed to subnormals, which took the integer steps as well; on stable
+  // rows a Zen 4 ran rowNormRope in 10.2-12.2 cycles a 16 values against 13.8-14.6.)
   // Lane l of a chunk takes the floats whose top 4 bits are l, so a vector's lanes round to
   // different BF16 values (16 consecutive floats mostly round to one), and a store that put a lane
   // in another's place fails here.
@@ -177,6 +177,21 @@ TEST(ExactMath, Bf16RoundingOverAllFloats) {
       mismatches += (bitsOf(rounded[l]) != static_cast<std::uint32_t>(want) << 16) + (stored[l] != want);
       if (!std::isnan(x[l])) mismatches += numbers[l] >> 16 != want;
     }
+#if defined(__AVX512BF16__)
+    // Two steps rounded together (storeBF16x32: one vcvtne2ps2bf16), this chunk's floats first,
+    // then those of the chunk whose top bit differs: every float once in each half, and vectors
+    // holding a subnormal (chunks below 2^23) beside ones that do not. A sixteenth of the chunks
+    // stream them, on 64 bytes and on 32.
+    const std::uint32_t other = static_cast<std::uint32_t>(chunk) ^ (1u << 27);
+    const f32x16 y = gizml::exact::fromBits((gizml::exact::iota16(0) << 28) | other);
+    alignas(64) std::uint16_t pair[64];
+    const bool stream = chunk % 16 == 0;
+    std::uint16_t* at = pair + (chunk % 32 == 0 ? 16 : 0);
+    gizml::exact::storeBF16x32(at, x, y, stream);
+    if (stream) _mm_sfence();
+    for (int l = 0; l < 16; ++l)
+      mismatches += (at[l] != gizml::exact::floatToBF16(x[l])) + (at[16 + l] != gizml::exact::floatToBF16(y[l]));
+#endif
   }
   EXPECT_EQ(mismatches, 0u);
 }

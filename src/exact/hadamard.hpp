@@ -187,11 +187,11 @@ inline __attribute__((always_inline)) void stageGroup(f32x16& u0, f32x16& u1, f3
   u2 = (f32x16)_mm512_permutex2var_ps(t01b, from(2), t23b);
   u3 = (f32x16)_mm512_permutex2var_ps(t01b, from(3), t23b);
 }
-/// The 256 BF16 values at p widened to F32, each group staged: each vector in one word permute of
-/// its group's two 64-byte halves. Vector k of a group, lane l = 4 q + s, takes the group's element
-/// 16 q + 4 s + k into its high word (the F32 of a BF16), the low word zeroed by the mask: the cost
-/// of widening natural vectors (vpmovzxwd, vpslld), and no transposes.
-inline __attribute__((always_inline)) void loadBF16BlockStaged(const std::uint16_t* p, f32x16 (&v)[16]) {
+/// A group's 64 BF16 values, lo holding its first 32 words and hi the rest, widened to F32 and
+/// staged: each vector in one word permute of the two. Vector k, lane l = 4 q + s, takes the
+/// group's element 16 q + 4 s + k into its high word (the F32 of a BF16), the low word zeroed by
+/// the mask: the cost of widening natural vectors (vpmovzxwd, vpslld), and no transposes.
+inline __attribute__((always_inline)) void stageBF16Group(__m512i lo, __m512i hi, f32x16* u) {
   struct Indexes {
     alignas(64) std::uint16_t word[4][32];
   };
@@ -201,12 +201,14 @@ inline __attribute__((always_inline)) void loadBF16BlockStaged(const std::uint16
       for (int l = 0; l < 16; ++l) t.word[k][2 * l + 1] = static_cast<std::uint16_t>(16 * (l / 4) + 4 * (l % 4) + k);
     return t;
   }();
-  for (int g = 0; g < 4; ++g) {
-    const __m512i lo = _mm512_loadu_si512(p + 64 * g), hi = _mm512_loadu_si512(p + 64 * g + 32);
-    for (int k = 0; k < 4; ++k)
-      v[4 * g + k] = (f32x16)_mm512_castsi512_ps(
-          _mm512_maskz_permutex2var_epi16(0xAAAAAAAAu, lo, _mm512_load_si512(kFrom.word[k]), hi));
-  }
+  for (int k = 0; k < 4; ++k)
+    u[k] = (f32x16)_mm512_castsi512_ps(
+        _mm512_maskz_permutex2var_epi16(0xAAAAAAAAu, lo, _mm512_load_si512(kFrom.word[k]), hi));
+}
+/// The 256 BF16 values at p widened to F32, each group staged (stageBF16Group).
+inline __attribute__((always_inline)) void loadBF16BlockStaged(const std::uint16_t* p, f32x16 (&v)[16]) {
+  for (int g = 0; g < 4; ++g)
+    stageBF16Group(_mm512_loadu_si512(p + 64 * g), _mm512_loadu_si512(p + 64 * g + 32), v + 4 * g);
 }
 #endif
 

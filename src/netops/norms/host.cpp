@@ -423,13 +423,22 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
       Step{16 * b, 16, stream}.stream(o, v);  // a plain store unless `stream`
     }
   };
+  // Steps b and b + 1 (side by side) as put stores them, BF16 ones rounded together where an
+  // instruction does (storeBF16x32).
+  const auto putPair = [&](auto small, T* o, int b, const exact::f32x16& lo, const exact::f32x16& hi)
+                           __attribute__((always_inline)) {
+#if defined(__AVX512BF16__)
+    if constexpr (sizeof(T) == 2) return exact::storeBF16x32(o + 16 * b, lo, hi, stream);
+#endif
+    put(small, o, b, lo);
+    put(small, o, b + 1, hi);
+  };
   const auto channels = [&](auto small) __attribute__((always_inline)) {
     for (std::int64_t ch = 0; ch < a.c; ++ch) {
       T* o = out + ch * a.pixels;
       values(small, ch, [&](const exact::HostRow::TwinAt&, int b, const exact::f32x16x2& v)
                             __attribute__((always_inline)) {
-                              put(small, o, b, v.a);
-                              put(small, o, b + 1, v.b);
+                              putPair(small, o, b, v.a, v.b);
                             });
     }
   };
@@ -447,7 +456,8 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
       for (std::int64_t k = 0; k < count; ++k) {
         T* o = out + (first + k) * a.pixels;
 #pragma GCC unroll 8
-        for (int b = 0; b < kPixelBlockSteps; ++b) put(small, o, b, exact::loadAll16(held[k] + 16 * b));
+        for (int b = 0; b < kPixelBlockSteps; b += 2)
+          putPair(small, o, b, exact::loadAll16(held[k] + 16 * b), exact::loadAll16(held[k] + 16 * b + 16));
       }
     }
   };

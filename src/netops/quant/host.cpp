@@ -195,6 +195,23 @@ GIZML_INLINE void stagedBlock(const StagedBlocks<Load>& blocks, std::int64_t b, 
 }
 #endif
 
+#if defined(__AVX512BF16__)
+/// StagedBlocks of groups made as BF16 words (groupWords(at, lo, hi): the group's 64 values
+/// rounded, its first 32 words in lo), each staged as it is widened (exact::stageBF16Group).
+template <class GroupWords>
+GIZML_INLINE auto stagedBlocksOfBF16Groups(GroupWords groupWords) {
+  auto block = [groupWords](std::int64_t b, f32x16(&v)[16]) GIZML_INLINE_LAMBDA {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      __m512i lo, hi;
+      groupWords(b + 64 * g, lo, hi);
+      exact::stageBF16Group(lo, hi, v + 4 * g);
+    }
+  };
+  return StagedBlocks<decltype(block)>{block};
+}
+#endif
+
 /// What an Int8Walker walks for a row of natural groups (group(at, u)): with AVX-512BW its staged
 /// blocks (Int8Walker::stepBlock), else the groups themselves (stepGroup).
 template <class Group>
@@ -511,23 +528,46 @@ struct ModulatedInt8RowsHost {
     // this row's x and its buffers.
     const float* later = r + 2 < a.rows ? x + 2 * m.n : nullptr;
     const detail::LinePrefetch prefetch;
+    // The values of elements [i, i + 16), not yet rounded to BF16.
+    auto values = [&](std::int64_t i) GIZML_INLINE_LAMBDA {
+      if constexpr (kNumbers)
+        return norms::modulatedValueOfFactor(exact::loadAll16(x + i), st.mean, st.rstd, exact::loadAll16(m.w + i),
+                                             exact::loadAll16(factor + i), exact::loadAll16(shift + i));
+      else
+        return norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd, exact::loadAll16(m.w + i),
+                                     exact::loadAll16(scale + i), exact::loadAll16(shift + i));
+    };
+#if defined(__AVX512BF16__)
+    // With AVX512_BF16 a group's values are rounded two vectors at a time into their BF16 words
+    // (exact::bf16Bits32), stored as they are to y, and staged as they are widened back
+    // (stagedBlocksOfBF16Groups): no stageGroup, nor rounding, widening and narrowing each vector
+    // alone. On a Xeon (stop 55), 1 thread, [32, 3072] in the caches: 0.59 -> 0.575 ns a value, with
+    // y 0.65 -> 0.57.
+    auto groupWords = [&](std::int64_t at, __m512i& lo, __m512i& hi) GIZML_INLINE_LAMBDA {
+      if (later)
+        for (int k = 0; k < 4; ++k) prefetch(later + at + 16 * k);
+      const f32x16 u0 = values(at), u1 = values(at + 16), u2 = values(at + 32), u3 = values(at + 48);
+      lo = exact::bf16Bits32(u0, u1);
+      hi = exact::bf16Bits32(u2, u3);
+      if (y) {
+        _mm512_storeu_si512(y + at, lo);
+        _mm512_storeu_si512(y + at + 32, hi);
+      }
+    };
+    auto blocks = stagedBlocksOfBF16Groups(groupWords);
+#else
     auto group = [&](std::int64_t at, f32x16(&u)[4]) {
       if (later)
         for (int k = 0; k < 4; ++k) prefetch(later + at + 16 * k);
       for (int k = 0; k < 4; ++k) {
         const std::int64_t i = at + 16 * k;
-        if constexpr (kNumbers)
-          u[k] = exact::roundToBF16OfNumbers(norms::modulatedValueOfFactor(
-              exact::loadAll16(x + i), st.mean, st.rstd, exact::loadAll16(m.w + i), exact::loadAll16(factor + i),
-              exact::loadAll16(shift + i)));
-        else
-          u[k] = exact::roundToBF16Lanes(norms::modulatedValue(exact::loadAll16(x + i), st.mean, st.rstd,
-                                                               exact::loadAll16(m.w + i), exact::loadAll16(scale + i),
-                                                               exact::loadAll16(shift + i)));
+        if constexpr (kNumbers) u[k] = exact::roundToBF16OfNumbers(values(i));
+        else u[k] = exact::roundToBF16Lanes(values(i));
         if (y) exact::storeHigh16(y + i, exact::toBits(u[k]));  // u is a BF16 value already: its top half
       }
     };
     auto blocks = walkerBlocks(group);
+#endif
     Int8Walker<decltype(blocks)> walker{row, c, held, pending, blocks};
     if (r + 1 < a.rows) {
       // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
