@@ -138,7 +138,8 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes<4>(const HostRow&, f3
 /// Each stage then combines whole vectors (hadamard4, no permute), and a transpose between stages
 /// (vec16.hpp) brings the next digit to the vectors: 4 shuffles a vector for the three stages, 6
 /// with staging a natural group (stageGroup), against 8 for each stage within vectors
-/// (hadamardLanes); BF16 values are loaded staged at no cost (loadBF16BlockStaged). A whole block
+/// (hadamardLanes); BF16 values are loaded staged at no cost (loadBF16BlockStaged, and
+/// modulatedInt8Rows' values rounded to BF16 words staged so: stageBF16Group). A whole block
 /// fits in AVX-512's registers, so its four groups go side by side (hadamardBlockStaged): on a Zen
 /// 4 one group at a time was latency-bound. The same formula and order for every value, so the
 /// same bits.

@@ -386,12 +386,14 @@ constexpr std::int64_t kHeldChannels = 16;
 /// comes. (Frames that pixelNorm + SiLU has run on in place a thousand times are mostly subnormals,
 /// which take BF16 frames 0.89 ns a value: time fresh frames.)
 ///
-/// With AVX-512 (a streaming store where asked; with AVX512_BF16 one vcvtneps2bf16 a vector)
-/// holding them helps as well, and the exp's clamp is left out where pixelValuesSmall holds: on a
-/// Xeon (~3.5 GHz), 1 thread, [1, 384, 256] in L2 out of place, 0.43 -> 0.35 ns a value (an
-/// x86-64-v4 build, without AVX512_BF16: 0.49 -> 0.37); 2 threads, [8, 384, 8192] out of place,
-/// best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms (held but stored without streaming: 9.0
-/// ms, each store reading its line first).
+/// With AVX-512 (a streaming store where asked; with AVX512_BF16 one vcvtne2ps2bf16 a pair of
+/// vectors since stop 55, exact::storeBF16x32) holding them helps as well, and the exp's clamp is
+/// left out where pixelValuesSmall holds: on a Xeon (~3.5 GHz), 1 thread, [1, 384, 256] in L2 out
+/// of place, 0.43 -> 0.35 ns a value (an x86-64-v4 build, without AVX512_BF16: 0.49 -> 0.37); 2
+/// threads, [8, 384, 8192] out of place, best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms
+/// (held but stored without streaming: 9.0 ms, each store reading its line first). On stop 55's
+/// Xeon (~2.75 GHz under AVX-512), with the pairs, stored as they came was still slower than held
+/// (0.43 against 0.405 ns a value).
 template <bool kHeld, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
