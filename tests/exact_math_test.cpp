@@ -54,8 +54,13 @@ Sweep sweepAllFloats(Lanes lanes, Scalar scalar, Exact exact) {
       u32x16 bits = gizml::exact::iota16(static_cast<std::uint32_t>(chunk * 16));
       f32x16 x = gizml::exact::fromBits(bits);
       f32x16 v = lanes(x);
+      // The 16 scalar results first, apart from the checks' branches and calls: 16 independent
+      // chains side by side, where one at a time waited out each one's latency. With ulpError's
+      // own bit steps (compare.cpp), on a Xeon, 2 threads: exp's sweep 90 -> 29 s, log's 40 -> 24.
+      float scalars[16];
+      for (int l = 0; l < 16; ++l) scalars[l] = scalar(x[l]);
       for (int l = 0; l < 16; ++l) {
-        float s = scalar(x[l]);
+        float s = scalars[l];
         bool bothNan = std::isnan(s) && std::isnan(v[l]);
         if (!bothNan && bitsOf(s) != bitsOf(v[l])) {
           if (mine.vectorMismatches++ == 0) mine.firstMismatch = bits[l];
