@@ -161,23 +161,29 @@ struct StagedBlocks {
 };
 
 #if defined(__AVX512BW__)
-/// StagedBlocks of natural groups (group(at, u), as hadamardGroupsHeld's), each staged.
-template <class Group>
-GIZML_INLINE auto stagedBlocksOfGroups(Group group) {
-  auto block = [group](std::int64_t b, f32x16(&v)[16]) GIZML_INLINE_LAMBDA {
+/// StagedBlocks of groups that stagedGroup(at, u) puts staged in u[0 .. 4) (the group at element
+/// at of the row).
+template <class StagedGroup>
+GIZML_INLINE auto blocksOfStagedGroups(StagedGroup stagedGroup) {
+  auto block = [stagedGroup](std::int64_t b, f32x16(&v)[16]) GIZML_INLINE_LAMBDA {
     // Unrolled: GCC's loop put each staged group on the stack, and the transform took 234 of its
     // operands back from there (44 unrolled). modulatedInt8Rows on a Zen 5, pairs of runs: [32,
     // 3072] on 1 thread faster in 6 of 8 (medians 27.2 -> 26.7 us), [8192, 3072] on 2 in 7 of 8
     // (4.28 -> 4.09 ms); int8Rows of F32 rows and hadamardRows the same in the caches.
 #pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      f32x16 u[4];
-      group(b + 64 * g, u);
-      exact::stageGroup(u[0], u[1], u[2], u[3]);
-      for (int k = 0; k < 4; ++k) v[4 * g + k] = u[k];
-    }
+    for (int g = 0; g < 4; ++g) stagedGroup(b + 64 * g, v + 4 * g);
   };
   return StagedBlocks<decltype(block)>{block};
+}
+/// StagedBlocks of natural groups (group(at, u), as hadamardGroupsHeld's), each staged.
+template <class Group>
+GIZML_INLINE auto stagedBlocksOfGroups(Group group) {
+  return blocksOfStagedGroups([group](std::int64_t at, f32x16* staged) GIZML_INLINE_LAMBDA {
+    f32x16 u[4];
+    group(at, u);
+    exact::stageGroup(u[0], u[1], u[2], u[3]);
+    for (int k = 0; k < 4; ++k) staged[k] = u[k];
+  });
 }
 /// StagedBlocks of a BF16 row at x, loaded staged.
 GIZML_INLINE auto stagedBlocksOf(const std::uint16_t* x) {
@@ -200,15 +206,11 @@ GIZML_INLINE void stagedBlock(const StagedBlocks<Load>& blocks, std::int64_t b, 
 /// rounded, its first 32 words in lo), each staged as it is widened (exact::stageBF16Group).
 template <class GroupWords>
 GIZML_INLINE auto stagedBlocksOfBF16Groups(GroupWords groupWords) {
-  auto block = [groupWords](std::int64_t b, f32x16(&v)[16]) GIZML_INLINE_LAMBDA {
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      __m512i lo, hi;
-      groupWords(b + 64 * g, lo, hi);
-      exact::stageBF16Group(lo, hi, v + 4 * g);
-    }
-  };
-  return StagedBlocks<decltype(block)>{block};
+  return blocksOfStagedGroups([groupWords](std::int64_t at, f32x16* staged) GIZML_INLINE_LAMBDA {
+    __m512i lo, hi;
+    groupWords(at, lo, hi);
+    exact::stageBF16Group(lo, hi, staged);
+  });
 }
 #endif
 
