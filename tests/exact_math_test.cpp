@@ -158,12 +158,13 @@ TEST(ExactMath, SiluOfSmallOverAllFloats) {
 }
 
 TEST(ExactMath, Bf16RoundingOverAllFloats) {
-  // The host's 16-lane rounding to BF16 (roundToBF16Lanes, storeBF16x16, storeBF16x32) against
-  // the scalar floatToBF16, every float. With AVX512_BF16 that is vcvtneps2bf16, which rounds the
-  // same but for subnormal inputs (it takes them for zero), and the integer steps for a vector
-  // holding one (convert.hpp's bf16Bits16): this sweep sees both. (Stop 21 measured it slower, on
-  // a bench whose rows had decayed to subnormals, which took the integer steps as well; on stable
-  // rows a Zen 4 ran rowNormRope in 10.2-12.2 cycles a 16 values against 13.8-14.6.)
+  // The host's 16-lane rounding to BF16 (roundToBF16Lanes, storeBF16x16, storeBF16x32 and
+  // storeBF16x32ByParity) against the scalar floatToBF16, every float. With AVX512_BF16 that is
+  // vcvtneps2bf16, which rounds the same but for subnormal inputs (it takes them for zero), and
+  // the integer steps for a vector holding one (convert.hpp's bf16Bits16): this sweep sees both.
+  // (Stop 21 measured it slower, on a bench whose rows had decayed to subnormals, which took the
+  // integer steps as well; on stable rows a Zen 4 ran rowNormRope in 10.2-12.2 cycles a 16 values
+  // against 13.8-14.6.)
   // Lane l of a chunk takes the floats whose top 4 bits are l, so a vector's lanes round to
   // different BF16 values (16 consecutive floats mostly round to one), and a store that put a lane
   // in another's place fails here.
@@ -182,21 +183,55 @@ TEST(ExactMath, Bf16RoundingOverAllFloats) {
       mismatches += (bitsOf(rounded[l]) != static_cast<std::uint32_t>(want) << 16) + (stored[l] != want);
       if (!std::isnan(x[l])) mismatches += numbers[l] >> 16 != want;
     }
-#if defined(__AVX512BF16__)
-    // Two steps rounded together (storeBF16x32: one vcvtne2ps2bf16), this chunk's floats first,
-    // then those of the chunk whose top bit differs: every float once in each half, and vectors
-    // holding a subnormal (chunks below 2^23) beside ones that do not. A sixteenth of the chunks
-    // stream them, on 64 bytes and on 32.
+    // Two steps' worth: this chunk's floats, then those of the chunk whose top bit differs (every
+    // float once in each half, and vectors holding a subnormal, chunks below 2^23, beside ones that
+    // do not). A sixteenth of the chunks stream them, on 64 bytes and on 32.
     const std::uint32_t other = static_cast<std::uint32_t>(chunk) ^ (1u << 27);
     const f32x16 y = gizml::exact::fromBits((gizml::exact::iota16(0) << 28) | other);
     alignas(64) std::uint16_t pair[64];
     const bool stream = chunk % 16 == 0;
     std::uint16_t* at = pair + (chunk % 32 == 0 ? 16 : 0);
+#if defined(__AVX512BF16__)
+    // Rounded together (storeBF16x32: one vcvtne2ps2bf16).
     gizml::exact::storeBF16x32(at, x, y, stream);
     if (stream) _mm_sfence();
     for (int l = 0; l < 16; ++l)
       mismatches += (at[l] != gizml::exact::floatToBF16(x[l])) + (at[16 + l] != gizml::exact::floatToBF16(y[l]));
 #endif
+    // The same two vectors as the even and the odd elements of 32 (storeBF16x32ByParity), and where
+    // neither holds a NaN, rounded as numbers (its kNumbers: the same bits without AVX512_BF16).
+    const auto checkByParity = [&] {
+      if (stream) _mm_sfence();
+      for (int l = 0; l < 16; ++l)
+        mismatches +=
+            (at[2 * l] != gizml::exact::floatToBF16(x[l])) + (at[2 * l + 1] != gizml::exact::floatToBF16(y[l]));
+    };
+    gizml::exact::storeBF16x32ByParity(at, x, y, stream);
+    checkByParity();
+    bool anyNan = false;
+    for (int l = 0; l < 16; ++l) anyNan = anyNan || std::isnan(x[l]) || std::isnan(y[l]);
+    if (!anyNan) {
+      gizml::exact::storeBF16x32ByParity<true>(at, x, y, stream);
+      checkByParity();
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(ExactMath, Bf16LoadByParityTakesEveryWordExactly) {
+  // loadBF16x32ByParity over every BF16 word, each once at an even and once at an odd element: its
+  // lanes are the words as F32 (the bits shifted up 16), even elements in `a`, odd ones in `b`.
+  std::vector<std::uint16_t> words(2 * 65536);
+  for (std::uint32_t w = 0; w < 65536; ++w) {
+    words[2 * w] = static_cast<std::uint16_t>(w);
+    words[2 * w + 1] = static_cast<std::uint16_t>(w ^ 0x8001u);  // another sign and low bit beside it
+  }
+  std::uint64_t mismatches = 0;
+  for (std::size_t i = 0; i < words.size(); i += 32) {
+    const gizml::exact::f32x16x2 v = gizml::exact::loadBF16x32ByParity(words.data() + i);
+    for (int l = 0; l < 16; ++l)
+      mismatches += (bitsOf(v.a[l]) != static_cast<std::uint32_t>(words[i + 2 * l]) << 16) +
+                    (bitsOf(v.b[l]) != static_cast<std::uint32_t>(words[i + 2 * l + 1]) << 16);
   }
   EXPECT_EQ(mismatches, 0u);
 }

@@ -130,20 +130,78 @@ GIZML_ROW void streamBF16x16(std::uint16_t* p, f32x16 v) {
 #endif
 }
 
-#if defined(__AVX512BF16__)
-/// Two steps' lanes, lo then hi, stored as BF16 at p (32 words): storeBF16x16 of each, rounded
-/// together (bf16Bits32); past the caches where `stream` (p then 32-byte aligned). TwinAt's BF16
-/// stores and pixelNorm's take it: on a Xeon (stop 55), 1 thread, [1, 384, 256] in L2 out of place,
-/// BF16 pixelNorm 0.132 -> 0.119 ns a value, with SiLU 0.414 -> 0.404; 2 threads, groupNorm +
-/// SiLU [512, 48 x 1024] / 32 with a BF16 y 7.2 - 7.8 -> 7.1 - 7.6 ms (without SiLU even).
-GIZML_ROW void storeBF16x32(std::uint16_t* p, f32x16 lo, f32x16 hi, bool stream) {
-  const __m512i words = bf16Bits32(lo, hi);
+/// 32 words at p, two a lane of `pairs` (its low half first in memory): past the caches where
+/// `stream` (p then on 32 bytes; 64 bytes at once where it is on 64).
+GIZML_ROW void storeWordPairs(std::uint16_t* p, u32x16 pairs, bool stream) {
+#if defined(__AVX512F__)
+  const __m512i words = (__m512i)pairs;
   if (!stream) return _mm512_storeu_si512(p, words);
   if (aligned64(p)) return _mm512_stream_si512(reinterpret_cast<__m512i*>(p), words);
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(words));
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p + 16), _mm512_extracti64x4_epi64(words, 1));
+#else
+  auto* halves = reinterpret_cast<__m256i*>(p);
+  if (stream) {
+    _mm256_stream_si256(halves, (__m256i)pairs.h[0]);
+    return _mm256_stream_si256(halves + 1, (__m256i)pairs.h[1]);
+  }
+  _mm256_storeu_si256(halves, (__m256i)pairs.h[0]);
+  _mm256_storeu_si256(halves + 1, (__m256i)pairs.h[1]);
+#endif
+}
+
+#if defined(__AVX512BF16__)
+/// Two steps' lanes, lo then hi, stored as BF16 at p (32 words): storeBF16x16 of each, rounded
+/// together (bf16Bits32); past the caches where `stream` (p then 32-byte aligned). TwinAt's BF16
+/// stores take it, and pixelNorm's did until stop 56 (now storeBF16x32ByParity): on a Xeon (stop
+/// 55), 1 thread, [1, 384, 256] in L2 out of place, BF16 pixelNorm 0.132 -> 0.119 ns a value, with
+/// SiLU 0.414 -> 0.404; 2 threads, groupNorm + SiLU [512, 48 x 1024] / 32 with a BF16 y 7.2 - 7.8
+/// -> 7.1 - 7.6 ms (without SiLU even).
+GIZML_ROW void storeBF16x32(std::uint16_t* p, f32x16 lo, f32x16 hi, bool stream) {
+  storeWordPairs(p, (u32x16)bf16Bits32(lo, hi), stream);
 }
 #endif
+
+/// 32 BF16 values at p as F32 split by parity: `a` holds elements 0, 2, ..., 30, `b` 1, 3, ..., 31.
+/// Each pair of words is one 32-bit lane, so the even element's value is that lane shifted up 16
+/// and the odd one's that lane with its low half cleared: two instructions for 32 values, where
+/// widening them in order takes four (AVX-512: vpmovzxwd and vpslld a vector; AVX2 twice that). For
+/// a loop whose lanes are each their own (pixelNorm's pixels) the parity order serves as well as
+/// any, and storeBF16x32ByParity puts the words back in order.
+GIZML_ROW f32x16x2 loadBF16x32ByParity(const std::uint16_t* p) {
+#if defined(__AVX512F__)
+  const u32x16 pairs = (u32x16)_mm512_loadu_si512(p);
+#else
+  const auto* halves = reinterpret_cast<const __m256i*>(p);
+  const u32x16 pairs((u32x8)_mm256_loadu_si256(halves), (u32x8)_mm256_loadu_si256(halves + 1));
+#endif
+  return {fromBits(pairs << 16), fromBits(pairs & 0xffff0000u)};
+}
+/// storeBF16x32's rounding of values split by parity as loadBF16x32ByParity splits them (even:
+/// elements 0, 2, ..., 30; odd: 1, 3, ..., 31), stored in order. With AVX512_BF16, rounded together
+/// (bf16Bits32), then one vpermw interleaves the words; else each rounded in integer steps
+/// (bf16RoundedBits; kNumbers: the caller has proven them no NaN, bf16RoundedBitsOfNumbers, the
+/// same bits) and the even one's high half shifted down beside the odd one's: no shuffle at all.
+template <bool kNumbers = false>
+GIZML_ROW void storeBF16x32ByParity(std::uint16_t* p, f32x16 even, f32x16 odd, bool stream) {
+#if defined(__AVX512BF16__)
+  alignas(64) static constexpr std::uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                                21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                                11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i order = _mm512_load_si512(kInterleave);
+  storeWordPairs(p, (u32x16)_mm512_permutexvar_epi16(order, bf16Bits32(even, odd)), stream);
+#else
+  u32x16 e, o;
+  if constexpr (kNumbers) {
+    e = bf16RoundedBitsOfNumbers(even);
+    o = bf16RoundedBitsOfNumbers(odd);
+  } else {
+    e = bf16RoundedBits(even);
+    o = bf16RoundedBits(odd);
+  }
+  storeWordPairs(p, (e >> 16) | (o & 0xffff0000u), stream);
+#endif
+}
 
 struct HostRow : RowSums<HostRow> {
   using F = f32x16;

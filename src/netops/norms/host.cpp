@@ -311,10 +311,25 @@ void prefetchElements(const T* row, std::int64_t count) {
 }
 
 /// One channel's step of a whole block's first pass: the block's values of that channel at `in`
-/// into its pixels' sums ss.
+/// into its pixels' sums ss: step b's lanes pixels 16 b ... 16 b + 15. BF16 pixels go by parity
+/// instead: ss[b] and ss[b + 1] (b even) hold pixels 16 b, 16 b + 2, ..., 16 b + 30 and 16 b + 1, ...,
+/// 16 b + 31 (loadBF16x32ByParity: half the widening instructions), and pixelBlockValues keeps that
+/// order. On a Xeon (stop 56), 1 thread, [1, 384, 256] in L2 out of place, four rounds of two builds
+/// by turns: BF16 pixelNorm 0.122 -> 0.110 ns a value, with SiLU 0.406 -> 0.395; the x86-64-v4
+/// build (no AVX512_BF16: storeBF16x32ByParity rounds in integer steps without a shuffle) 0.157 ->
+/// 0.109 and 0.445 -> 0.403; x86-64-v3 (AVX2) even (0.21 and 0.58).
 template <class T>
 inline __attribute__((always_inline)) void pixelBlockSumsStep(const T* in, exact::f32x16 (&ss)[kPixelBlockSteps]) {
   using Step = exact::HostRow::At;
+  if constexpr (sizeof(T) == 2) {
+#pragma GCC unroll 8
+    for (int b = 0; b < kPixelBlockSteps; b += 2) {
+      const exact::f32x16x2 v = exact::loadBF16x32ByParity(in + 16 * b);
+      ss[b] = pixelSquareStep(v.a, ss[b]);
+      ss[b + 1] = pixelSquareStep(v.b, ss[b + 1]);
+    }
+    return;
+  }
 #pragma GCC unroll 8
   for (int b = 0; b < kPixelBlockSteps; ++b) ss[b] = pixelSquareStep(Step{16 * b, 16, false}.load(in), ss[b]);
 }
@@ -387,7 +402,7 @@ constexpr std::int64_t kHeldChannels = 16;
 /// which take BF16 frames 0.89 ns a value: time fresh frames.)
 ///
 /// With AVX-512 (a streaming store where asked; with AVX512_BF16 one vcvtne2ps2bf16 a pair of
-/// vectors since stop 55, exact::storeBF16x32) holding them helps as well, and the exp's clamp is
+/// vectors since stop 55, exact::storeBF16x32ByParity since 56) holding them helps as well, and the exp's clamp is
 /// left out where pixelValuesSmall holds: on a Xeon (~3.5 GHz), 1 thread, [1, 384, 256] in L2 out
 /// of place, 0.43 -> 0.35 ns a value (an x86-64-v4 build, without AVX512_BF16: 0.49 -> 0.37); 2
 /// threads, [8, 384, 8192] out of place, best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms
@@ -403,37 +418,32 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
 #pragma GCC unroll 8
   for (int b = 0; b < kPixelBlockSteps; ++b) r[b] = pixelScale(ss[b], a.c, a.eps);
   // Channel ch's values, two steps at a time (their chains interleaved: exact/twin.hpp), each pair
-  // handed to put(two, b, v) (steps b and b + 1).
+  // handed to put(two, b, v) (steps b and b + 1). BF16 values come split by parity
+  // (loadBF16x32ByParity, as the first pass's pixelBlockSumsStep splits them, so r's lanes are
+  // theirs) and are stored so (putPair).
   const auto values = [&](auto small, std::int64_t ch, auto&& put) __attribute__((always_inline)) {
     const T* in = x + ch * a.pixels;
 #pragma GCC unroll 8
     for (int b = 0; b < kPixelBlockSteps; b += 2) {
       const exact::HostRow::TwinAt two{Step{16 * b, 16, stream}, Step{16 * b + 16, 16, stream}};
-      put(two, b, pixelValue<decltype(small)::value>(two.load(in), exact::f32x16x2{r[b], r[b + 1]}, a.act));
+      exact::f32x16x2 v;
+      if constexpr (sizeof(T) == 2) v = exact::loadBF16x32ByParity(in + 16 * b);
+      else v = two.load(in);
+      put(two, b, pixelValue<decltype(small)::value>(v, exact::f32x16x2{r[b], r[b + 1]}, a.act));
     }
     beside(ch);
   };
-  // Step b's values v into out's channel at o: past the caches where asked, and BF16 values proven
-  // numbers (`small`) rounded without the NaN's test and select where no instruction rounds them
-  // (bf16RoundedBitsOfNumbers: the same bits).
-  const auto put = [&](auto small, T* o, int b, const exact::f32x16& v) __attribute__((always_inline)) {
-    if constexpr (sizeof(T) == 2 && decltype(small)::value && !kBf16Instructions) {
-      const exact::u32x16 bits = exact::bf16RoundedBitsOfNumbers(v);
-      if (stream) exact::streamHigh16(o + 16 * b, bits);
-      else exact::storeHigh16(o + 16 * b, bits);
-    } else {
-      Step{16 * b, 16, stream}.stream(o, v);  // a plain store unless `stream`
-    }
-  };
-  // Steps b and b + 1 (side by side) as put stores them, BF16 ones rounded together where an
-  // instruction does (storeBF16x32).
+  // Steps b and b + 1's values (BF16: the even and the odd pixels of the 32) into out's channel at o,
+  // past the caches where asked. BF16 values proven numbers (`small`) are rounded without the NaN's
+  // test and select where no instruction rounds them (bf16RoundedBitsOfNumbers: the same bits).
   const auto putPair = [&](auto small, T* o, int b, const exact::f32x16& lo, const exact::f32x16& hi)
                            __attribute__((always_inline)) {
-#if defined(__AVX512BF16__)
-    if constexpr (sizeof(T) == 2) return exact::storeBF16x32(o + 16 * b, lo, hi, stream);
-#endif
-    put(small, o, b, lo);
-    put(small, o, b + 1, hi);
+    if constexpr (sizeof(T) == 2) {
+      exact::storeBF16x32ByParity<decltype(small)::value>(o + 16 * b, lo, hi, stream);
+    } else {
+      Step{16 * b, 16, stream}.stream(o, lo);  // plain stores unless `stream`
+      Step{16 * b + 16, 16, stream}.stream(o, hi);
+    }
   };
   const auto channels = [&](auto small) __attribute__((always_inline)) {
     for (std::int64_t ch = 0; ch < a.c; ++ch) {
