@@ -402,13 +402,13 @@ constexpr std::int64_t kHeldChannels = 16;
 /// which take BF16 frames 0.89 ns a value: time fresh frames.)
 ///
 /// With AVX-512 (a streaming store where asked; with AVX512_BF16 one vcvtne2ps2bf16 a pair of
-/// vectors since stop 55, exact::storeBF16x32ByParity since 56) holding them helps as well, and the exp's clamp is
-/// left out where pixelValuesSmall holds: on a Xeon (~3.5 GHz), 1 thread, [1, 384, 256] in L2 out
-/// of place, 0.43 -> 0.35 ns a value (an x86-64-v4 build, without AVX512_BF16: 0.49 -> 0.37); 2
-/// threads, [8, 384, 8192] out of place, best of 7, three rounds: 5.52 - 5.86 -> 4.59 - 4.89 ms
-/// (held but stored without streaming: 9.0 ms, each store reading its line first). On stop 55's
-/// Xeon (~2.75 GHz under AVX-512), with the pairs, stored as they came was still slower than held
-/// (0.43 against 0.405 ns a value).
+/// vectors since stop 55, exact::storeBF16x32ByParity since 56) holding them helps as well, and the
+/// exp's clamp is left out where pixelValuesSmall holds: on a Xeon (~3.5 GHz), 1 thread, [1, 384,
+/// 256] in L2 out of place, 0.43 -> 0.35 ns a value (an x86-64-v4 build, without AVX512_BF16: 0.49
+/// -> 0.37); 2 threads, [8, 384, 8192] out of place, best of 7, three rounds: 5.52 - 5.86 -> 4.59 -
+/// 4.89 ms (held but stored without streaming: 9.0 ms, each store reading its line first). On stop
+/// 55's Xeon (~2.75 GHz under AVX-512), with the pairs, stored as they came was still slower than
+/// held (0.43 against 0.405 ns a value; stop 56, by parity and `act` known: 0.41 against 0.39).
 template <bool kHeld, class T, class Beside>
 inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Args& a, const T* x, T* out,
                                                             const exact::f32x16 (&ss)[kPixelBlockSteps], bool stream,
@@ -449,9 +449,9 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
     for (std::int64_t ch = 0; ch < a.c; ++ch) {
       T* o = out + ch * a.pixels;
       values(small, act, ch, [&](const exact::HostRow::TwinAt&, int b, const exact::f32x16x2& v)
-                            __attribute__((always_inline)) {
-                              putPair(small, o, b, v.a, v.b);
-                            });
+                                 __attribute__((always_inline)) {
+                                   putPair(small, o, b, v.a, v.b);
+                                 });
     }
   };
   const auto heldChannels = [&](auto small, auto act) __attribute__((always_inline)) {
@@ -461,10 +461,10 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
       const std::int64_t count = std::min(kHeldChannels, a.c - first);
       for (std::int64_t k = 0; k < count; ++k)
         values(small, act, first + k, [&](const exact::HostRow::TwinAt&, int b, const exact::f32x16x2& v)
-                                     __attribute__((always_inline)) {
-                                       exact::storeAll16(held[k] + 16 * b, v.a);
-                                       exact::storeAll16(held[k] + 16 * b + 16, v.b);
-                                     });
+                                          __attribute__((always_inline)) {
+                                            exact::storeAll16(held[k] + 16 * b, v.a);
+                                            exact::storeAll16(held[k] + 16 * b + 16, v.b);
+                                          });
       for (std::int64_t k = 0; k < count; ++k) {
         T* o = out + (first + k) * a.pixels;
 #pragma GCC unroll 8
@@ -473,7 +473,7 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
       }
     }
   };
-  // Without SiLU the test serves BF16 values' rounding alone (put), where no instruction rounds
+  // Without SiLU the test serves BF16 values' rounding alone (putPair), where no instruction rounds
   // them. On a Xeon, 1 thread, [1, 384, 256] in L2 out of place: the x86-64-v3 build 0.29 -> 0.21
   // ns a value, x86-64-v4 0.180 -> 0.154; 2 threads, medians of 11, three rounds of two builds by
   // turns, x86-64-v3 in place: [8, 384, 8192] 5.1 - 6.6 -> 4.2 - 4.3 ms, [8, 1024, 4096] 8.7 - 9.9
