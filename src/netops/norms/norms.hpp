@@ -471,16 +471,28 @@ struct GroupNorm {
   GIZML_HD static exact::MeanRstd stats(const Args& a, std::int64_t ch) {
     return groupStats(a.partial + 2 * kGroupSlices * (ch / a.perGroup), a.perGroup * a.n, a.eps);
   }
-  /// chunk with its group's statistics s given (the host computes them once a group).
+  /// chunk with its group's statistics s given (the host computes them once a group). SiLU or not
+  /// is known in the loop (`act`), and w, b and the pointers are read before it: the host's loop
+  /// loaded them again at every step, a float store to y being one that might change w[ch] as far as
+  /// the compiler knows (a Xeon, stop 56, 1 thread, [32, 8192] / 32 in L2 with SiLU, eight rounds of
+  /// two builds: 0.465 - 0.476 -> 0.440 - 0.460 ns a value; without SiLU and with a BF16 y even).
   template <class Row>
   GIZML_HD static void values(const Row& row, const Args& a, std::int64_t ch, std::int64_t start,
                               const exact::MeanRstd& s) {
     const std::int64_t at0 = ch * a.n + start;
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
-      const auto y = groupNormValue(at.load(a.x + at0), s.mean, s.rstd, a.w[ch], a.b[ch], a.act);
-      if (a.yBF16) at.stream(a.yBF16 + at0, y);  // past the caches where the host asked (groupNormHost)
-      else at.stream(a.y + at0, y);
-    });
+    const float w = a.w[ch], b = a.b[ch];
+    const float* const x = a.x + at0;
+    float* const y = a.y ? a.y + at0 : nullptr;
+    std::uint16_t* const yBF16 = a.yBF16 ? a.yBF16 + at0 : nullptr;
+    const auto walk = [&](auto act) GIZML_HD_LAMBDA {
+      row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA {
+        const auto v = groupNormValue(at.load(x), s.mean, s.rstd, w, b, decltype(act)::value);
+        if (yBF16) at.stream(yBF16, v);  // past the caches where the host asked (groupNormHost)
+        else at.stream(y, v);
+      });
+    };
+    if (a.act) walk(std::true_type{});
+    else walk(std::false_type{});
   }
   /// Its host loop's work a value (exact::hostWork): a row norm's, three with SiLU (its exp and
   /// division take about twice the norm's arithmetic).
