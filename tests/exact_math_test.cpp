@@ -38,39 +38,23 @@ float fromBits(std::uint32_t u) {
   return v;
 }
 
-/// Every float x: lanes(x) against scalar(x) bit for bit, and scalar(x) against exact(x) in ulps.
-template <class Lanes, class Scalar, class Exact>
-Sweep sweepAllFloats(Lanes lanes, Scalar scalar, Exact exact) {
+/// Every float x, 16 at a time, with 2^28 chunks of 16 consecutive floats shared among the threads
+/// in interleaved pieces of 2^16 inputs, not one half of the floats a thread: a function's cost
+/// differs by sign (exp's negative half into the subnormals), and with halves one of 2 threads sat
+/// idle most of the sweep (exp: 104 s, the threads' time 147 s). each(x, bits, mine) runs a chunk.
+template <class Each>
+Sweep sweepAllFloats(Each each) {
   std::vector<Sweep> perThread(static_cast<std::size_t>(omp_get_max_threads()));
-  const std::int64_t chunks = std::int64_t{1} << 28;  // 16 inputs a chunk
+  const std::int64_t chunks = std::int64_t{1} << 28;
 #pragma omp parallel
   {
     Sweep& mine = perThread[static_cast<std::size_t>(omp_get_thread_num())];
-    // Interleaved pieces of 2^16 inputs, not one half of the floats a thread: a function's cost
-    // differs by sign (exp's negative half into the subnormals), and with halves one of 2 threads
-    // sat idle most of the sweep (exp: 104 s, the threads' time 147 s).
 #pragma omp for schedule(static, 4096)
     for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-      u32x16 bits = gizml::exact::iota16(static_cast<std::uint32_t>(chunk * 16));
-      f32x16 x = gizml::exact::fromBits(bits);
-      f32x16 v = lanes(x);
-      // The 16 scalar results first, apart from the checks' branches and calls: 16 independent
-      // chains side by side, where one at a time waited out each one's latency. With ulpError's
-      // own bit steps (compare.cpp), on a Xeon, 2 threads: exp's sweep 90 -> 29 s, log's 40 -> 24.
-      float scalars[16];
-      for (int l = 0; l < 16; ++l) scalars[l] = scalar(x[l]);
-      for (int l = 0; l < 16; ++l) {
-        float s = scalars[l];
-        bool bothNan = std::isnan(s) && std::isnan(v[l]);
-        if (!bothNan && bitsOf(s) != bitsOf(v[l])) {
-          if (mine.vectorMismatches++ == 0) mine.firstMismatch = bits[l];
-        }
-        double err = gizml::test::ulpError(s, exact(static_cast<double>(x[l])));
-        if (err > mine.maxUlp) {
-          mine.maxUlp = err;
-          mine.worstInput = bits[l];
-        }
-      }
+      const u32x16 bits = gizml::exact::iota16(static_cast<std::uint32_t>(chunk * 16));
+      alignas(64) std::uint32_t inputs[16];
+      gizml::exact::storeAll16(reinterpret_cast<float*>(inputs), gizml::exact::fromBits(bits));
+      each(gizml::exact::fromBits(bits), inputs, mine);
     }
   }
   Sweep all;
@@ -85,24 +69,70 @@ Sweep sweepAllFloats(Lanes lanes, Scalar scalar, Exact exact) {
   return all;
 }
 
+/// Every float x: scalar(x) against exact(x) in ulps (the formula's accuracy: scalar code, the same
+/// bits on every build; CI's first step). The 16 scalar results first, apart from the checks'
+/// branches and calls: 16 independent chains side by side, where one at a time waited out each
+/// one's latency. With ulpError's own bit steps (compare.cpp), on a Xeon, 2 threads: exp's sweep 90
+/// -> 29 s, log's 40 -> 24.
+template <class Scalar, class Exact>
+Sweep sweepAccuracy(Scalar scalar, Exact exact) {
+  return sweepAllFloats([&](f32x16, const std::uint32_t* inputs, Sweep& mine) {
+    float scalars[16];
+    for (int l = 0; l < 16; ++l) scalars[l] = scalar(fromBits(inputs[l]));
+    for (int l = 0; l < 16; ++l) {
+      const double err = gizml::test::ulpError(scalars[l], exact(static_cast<double>(fromBits(inputs[l]))));
+      if (err > mine.maxUlp) {
+        mine.maxUlp = err;
+        mine.worstInput = inputs[l];
+      }
+    }
+  });
+}
+
+/// Every float x: lanes(x) against scalar(x) bit for bit (NaN against NaN), for the build's own
+/// lanes (AVX-512, AVX2's halves, their fast paths): CI runs it on every build (label "lanes").
+template <class Lanes, class Scalar>
+Sweep sweepLanes(Lanes lanes, Scalar scalar) {
+  return sweepAllFloats([&](f32x16 x, const std::uint32_t* inputs, Sweep& mine) {
+    alignas(64) float got[16];
+    gizml::exact::storeAll16(got, lanes(x));
+    float scalars[16];
+    for (int l = 0; l < 16; ++l) scalars[l] = scalar(fromBits(inputs[l]));
+    if (std::memcmp(got, scalars, sizeof got) == 0) return;
+    for (int l = 0; l < 16; ++l) {
+      const bool bothNan = std::isnan(scalars[l]) && std::isnan(got[l]);
+      if (!bothNan && bitsOf(scalars[l]) != bitsOf(got[l]) && mine.vectorMismatches++ == 0)
+        mine.firstMismatch = inputs[l];
+    }
+  });
+}
+
 }  // namespace
 
 TEST(ExactMath, ExpOverAllFloats) {
-  Sweep s = sweepAllFloats([](f32x16 x) { return gizml::exact::expLanes(x); },
-                           [](float x) { return gizml::exact::exp(x); }, [](double x) { return std::exp(x); });
+  const Sweep s = sweepAccuracy([](float x) { return gizml::exact::exp(x); }, [](double x) { return std::exp(x); });
   std::printf("exp: max error %.4f ulp at x = %a (0x%08x)\n", s.maxUlp, fromBits(s.worstInput), s.worstInput);
-  EXPECT_EQ(s.vectorMismatches, 0u) << "16-lane exp differs from scalar exp, first at input 0x" << std::hex
-                                    << s.firstMismatch;
   EXPECT_LE(s.maxUlp, gizml::exact::EXP_MAX_ULP) << "worst input 0x" << std::hex << s.worstInput;
 }
 
 TEST(ExactMath, LogOverAllFloats) {
-  Sweep s = sweepAllFloats([](f32x16 x) { return gizml::exact::logLanes(x); },
-                           [](float x) { return gizml::exact::log(x); }, [](double x) { return std::log(x); });
+  const Sweep s = sweepAccuracy([](float x) { return gizml::exact::log(x); }, [](double x) { return std::log(x); });
   std::printf("log: max error %.4f ulp at x = %a (0x%08x)\n", s.maxUlp, fromBits(s.worstInput), s.worstInput);
+  EXPECT_LE(s.maxUlp, gizml::exact::LOG_MAX_ULP) << "worst input 0x" << std::hex << s.worstInput;
+}
+
+TEST(ExactMath, ExpLanesOverAllFloats) {
+  const Sweep s = sweepLanes([](f32x16 x) { return gizml::exact::expLanes(x); },
+                             [](float x) { return gizml::exact::exp(x); });
+  EXPECT_EQ(s.vectorMismatches, 0u) << "16-lane exp differs from scalar exp, first at input 0x" << std::hex
+                                    << s.firstMismatch;
+}
+
+TEST(ExactMath, LogLanesOverAllFloats) {
+  const Sweep s = sweepLanes([](f32x16 x) { return gizml::exact::logLanes(x); },
+                             [](float x) { return gizml::exact::log(x); });
   EXPECT_EQ(s.vectorMismatches, 0u) << "16-lane log differs from scalar log, first at input 0x" << std::hex
                                     << s.firstMismatch;
-  EXPECT_LE(s.maxUlp, gizml::exact::LOG_MAX_ULP) << "worst input 0x" << std::hex << s.worstInput;
 }
 
 TEST(ExactMath, TwinLanesEqualOneVector) {
@@ -168,26 +198,49 @@ TEST(ExactMath, Bf16RoundingOverAllFloats) {
   // Lane l of a chunk takes the floats whose top 4 bits are l, so a vector's lanes round to
   // different BF16 values (16 consecutive floats mostly round to one), and a store that put a lane
   // in another's place fails here.
+  // Each vector's lanes go through an array once, and each result is compared with the words it
+  // should hold as a whole (memcmp; lane by lane only where they differ, to count them): read lane by
+  // lane, each read waited on the wide store before it (most of the sweep's time).
   std::uint64_t mismatches = 0;
 #pragma omp parallel for schedule(static) reduction(+ : mismatches)
   for (std::int64_t chunk = 0; chunk < (std::int64_t{1} << 28); ++chunk) {
     const f32x16 x =
         gizml::exact::fromBits((gizml::exact::iota16(0) << 28) | static_cast<std::uint32_t>(chunk));
-    const f32x16 rounded = gizml::exact::roundToBF16Lanes(x);
-    std::uint16_t stored[16];
-    gizml::exact::storeBF16x16(stored, x);
-    // Without the NaN's test (for lanes known to hold numbers): the same bits for every other float.
-    const auto numbers = gizml::exact::bf16RoundedBitsOfNumbers(x);
-    for (int l = 0; l < 16; ++l) {
-      const std::uint16_t want = gizml::exact::floatToBF16(x[l]);
-      mismatches += (bitsOf(rounded[l]) != static_cast<std::uint32_t>(want) << 16) + (stored[l] != want);
-      if (!std::isnan(x[l])) mismatches += numbers[l] >> 16 != want;
-    }
-    // Two steps' worth: this chunk's floats, then those of the chunk whose top bit differs (every
-    // float once in each half, and vectors holding a subnormal, chunks below 2^23, beside ones that
-    // do not). A sixteenth of the chunks stream them, on 64 bytes and on 32.
+    // Two steps' worth below: this chunk's floats, then those of the chunk whose top bit differs
+    // (every float once in each half, and vectors holding a subnormal, chunks below 2^23, beside
+    // ones that do not).
     const std::uint32_t other = static_cast<std::uint32_t>(chunk) ^ (1u << 27);
     const f32x16 y = gizml::exact::fromBits((gizml::exact::iota16(0) << 28) | other);
+    float xs[16], ys[16];
+    gizml::exact::storeAll16(xs, x);
+    gizml::exact::storeAll16(ys, y);
+    // What each result should hold: x's words (in order, and as F32 bits), x's and y's words one
+    // after the other, and interleaved (x's the even elements).
+    alignas(64) std::uint16_t wantX[16], wantXY[32], wantByParity[32];
+    alignas(64) std::uint32_t wantXBits[16];
+    bool anyNan = false, nanX[16];
+    for (int l = 0; l < 16; ++l) {
+      wantX[l] = wantXY[l] = wantByParity[2 * l] = gizml::exact::floatToBF16(xs[l]);
+      wantXY[16 + l] = wantByParity[2 * l + 1] = gizml::exact::floatToBF16(ys[l]);
+      wantXBits[l] = static_cast<std::uint32_t>(wantX[l]) << 16;
+      nanX[l] = std::isnan(xs[l]);
+      anyNan = anyNan || nanX[l] || std::isnan(ys[l]);
+    }
+    const auto check = [&](const std::uint16_t* got, const std::uint16_t* want, int words) {
+      if (std::memcmp(got, want, 2 * static_cast<std::size_t>(words)) == 0) return;
+      for (int w = 0; w < words; ++w) mismatches += got[w] != want[w];
+    };
+    alignas(64) std::uint32_t rounded[16], numbers[16];
+    gizml::exact::storeAll16(reinterpret_cast<float*>(rounded), gizml::exact::roundToBF16Lanes(x));
+    check(reinterpret_cast<const std::uint16_t*>(rounded), reinterpret_cast<const std::uint16_t*>(wantXBits), 32);
+    alignas(64) std::uint16_t stored[16];
+    gizml::exact::storeBF16x16(stored, x);
+    check(stored, wantX, 16);
+    // Without the NaN's test (for lanes known to hold numbers): the same bits for every other float.
+    gizml::exact::storeAll16(reinterpret_cast<float*>(numbers),
+                             gizml::exact::fromBits(gizml::exact::bf16RoundedBitsOfNumbers(x)));
+    for (int l = 0; l < 16; ++l) mismatches += !nanX[l] && numbers[l] >> 16 != wantX[l];
+    // A sixteenth of the chunks stream them, on 64 bytes and on 32.
     alignas(64) std::uint16_t pair[64];
     const bool stream = chunk % 16 == 0;
     std::uint16_t* at = pair + (chunk % 32 == 0 ? 16 : 0);
@@ -195,24 +248,17 @@ TEST(ExactMath, Bf16RoundingOverAllFloats) {
     // Rounded together (storeBF16x32: one vcvtne2ps2bf16).
     gizml::exact::storeBF16x32(at, x, y, stream);
     if (stream) _mm_sfence();
-    for (int l = 0; l < 16; ++l)
-      mismatches += (at[l] != gizml::exact::floatToBF16(x[l])) + (at[16 + l] != gizml::exact::floatToBF16(y[l]));
+    check(at, wantXY, 32);
 #endif
     // The same two vectors as the even and the odd elements of 32 (storeBF16x32ByParity), and where
     // neither holds a NaN, rounded as numbers (its kNumbers: the same bits without AVX512_BF16).
-    const auto checkByParity = [&] {
-      if (stream) _mm_sfence();
-      for (int l = 0; l < 16; ++l)
-        mismatches +=
-            (at[2 * l] != gizml::exact::floatToBF16(x[l])) + (at[2 * l + 1] != gizml::exact::floatToBF16(y[l]));
-    };
     gizml::exact::storeBF16x32ByParity(at, x, y, stream);
-    checkByParity();
-    bool anyNan = false;
-    for (int l = 0; l < 16; ++l) anyNan = anyNan || std::isnan(x[l]) || std::isnan(y[l]);
+    if (stream) _mm_sfence();
+    check(at, wantByParity, 32);
     if (!anyNan) {
       gizml::exact::storeBF16x32ByParity<true>(at, x, y, stream);
-      checkByParity();
+      if (stream) _mm_sfence();
+      check(at, wantByParity, 32);
     }
   }
   EXPECT_EQ(mismatches, 0u);
