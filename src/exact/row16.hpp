@@ -183,8 +183,8 @@ GIZML_ROW f32x16x2 loadBF16x32ByParity(const std::uint16_t* p) {
 /// in 16-bit lanes. `high` holds each value's top word (its truncation), `low` its bottom word,
 /// each in its place in the pair; round to nearest even adds 1 to `high` where low > 0x8000, or
 /// low = 0x8000 and `high` is odd: where low + (high & 1) > 0x8000. That sum saturates at 0xffff
-/// (still above), and the comparison is signed, on the sum with its top bit flipped. The carry
-/// runs into the exponent, up to inf, as floatToBF16's does. 8 (AVX-512) or 9 (AVX2, a half)
+/// (still above); AVX2 compares words signed only, so there the sum's top bit is flipped first. The
+/// carry runs into the exponent, up to inf, as floatToBF16's does. 8 (AVX-512) or 9 (AVX2, a half)
 /// instructions where rounding each vector in 32-bit lanes and packing their top halves took 11: on
 /// a Xeon (stop 57), 1 thread, BF16 pixelNorm [1, 384, 256] in L2 out of place, best of 6 rounds by
 /// turns, x86-64-v3 0.205 -> 0.192 ns a value, x86-64-v4 0.108 -> 0.098 (with SiLU within the noise).
