@@ -194,9 +194,10 @@ GIZML_ROW u32x16 bf16WordsOfNumbersByParity(u32x16 even, u32x16 odd) {
   const __m512i e = (__m512i)even, o = (__m512i)odd;
   const __m512i high = _mm512_mask_mov_epi16(_mm512_srli_epi32(e, 16), kOddWords, o);
   const __m512i low = _mm512_mask_mov_epi16(e, kOddWords, _mm512_slli_epi32(o, 16));
-  const __m512i sum = _mm512_adds_epu16(low, _mm512_and_si512(high, _mm512_set1_epi16(1)));
+  const __m512i one = _mm512_set1_epi16(1);
+  const __m512i sum = _mm512_adds_epu16(low, _mm512_and_si512(high, one));
   const __mmask32 up = _mm512_cmpgt_epu16_mask(sum, _mm512_set1_epi16(static_cast<short>(0x8000)));
-  return (u32x16)_mm512_mask_sub_epi16(high, up, high, _mm512_set1_epi16(-1));
+  return (u32x16)_mm512_mask_add_epi16(high, up, high, one);
 #else
   u32x16 words;
   for (int h = 0; h < 2; ++h) {

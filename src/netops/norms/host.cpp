@@ -435,7 +435,7 @@ inline __attribute__((always_inline)) void pixelBlockValues(const PixelNorm::Arg
   };
   // Steps b and b + 1's values (BF16: the even and the odd pixels of the 32) into out's channel at o,
   // past the caches where asked. BF16 values proven numbers (`small`) are rounded without the NaN's
-  // test and select where no instruction rounds them (bf16RoundedBitsOfNumbers: the same bits).
+  // test where no instruction rounds them (storeBF16x32ByParity<true>: the same bits).
   const auto putPair = [&](auto small, T* o, int b, const exact::f32x16& lo, const exact::f32x16& hi)
                            __attribute__((always_inline)) {
     if constexpr (sizeof(T) == 2) {
