@@ -1,8 +1,6 @@
 #include "support/compare.hpp"
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "exact/row16.hpp"
 #include "gizml/threads.hpp"
