@@ -74,6 +74,17 @@ struct RowSums {
   }
 };
 
+/// The row function of an op that reads its row twice, written once: its statistics, then its
+/// values a step at a time (forEachWide: each element alone, so on a GPU 4 steps' loads are in
+/// flight), on any form of row. The op gives what a GPU's block a row also takes
+/// (core/cuda_row_blocks.cuh): stagedRow(a, r), the input read twice; statsOf(row, a, r, input),
+/// the statistics with the row's pointers (a RowAt); values(at, a, rowAt), one step's values.
+template <class Op, class Row>
+GIZML_HD void statsThenValues(const Row& row, const typename Op::Args& a, std::int64_t r) {
+  const auto v = Op::statsOf(row, a, r, Op::stagedRow(a, r));
+  row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { Op::values(at, a, v); });
+}
+
 #if !defined(__CUDACC__)
 
 // ---- the host's form ------------------------------------------------------------------------------

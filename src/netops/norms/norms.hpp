@@ -225,8 +225,7 @@ struct ModulatedNorm {
   }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const RowAt v = stats(row, a, r);
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
+    exact::statsThenValues<ModulatedNorm>(row, a, r);
   }
   /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
   static std::int64_t costAValue(const Args&) { return 1; }
@@ -278,8 +277,7 @@ struct GatedNormAdd {
   }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const RowAt v = stats(row, a, r);
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
+    exact::statsThenValues<GatedNormAdd>(row, a, r);
   }
   /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
   static std::int64_t costAValue(const Args&) { return 1; }

@@ -63,9 +63,8 @@ struct LayerNorm {
     float *y, *mean, *rstd;
   };
   /// Row r: its statistics (statsOf, which also writes mean[r] and rstd[r]), then its values a
-  /// step at a time (values; forEachWide, each element alone, so on a GPU 4 steps' loads are in
-  /// flight). A GPU's block a row (core/cuda_row_blocks.cuh) runs the same two with x's row copied
-  /// to shared memory (stagedRow, handed to statsOf).
+  /// step at a time (values; exact::statsThenValues). A GPU's block a row (core/cuda_row_blocks.cuh)
+  /// runs the same two with x's row copied to shared memory (stagedRow, handed to statsOf).
   struct RowAt {
     const float* x;
     float* y;
@@ -89,8 +88,7 @@ struct LayerNorm {
   }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const RowAt v = statsOf(row, a, r, stagedRow(a, r));
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
+    exact::statsThenValues<LayerNorm>(row, a, r);
   }
   /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
   static std::int64_t costAValue(const Args&) { return 1; }
@@ -164,8 +162,7 @@ struct RmsNorm {
   }
   template <class Row>
   GIZML_HD static void row(const Row& row, const Args& a, std::int64_t r) {
-    const RowAt v = statsOf(row, a, r, stagedRow(a, r));
-    row.forEachWide([&](const auto& at) GIZML_HD_LAMBDA { values(at, a, v); });
+    exact::statsThenValues<RmsNorm>(row, a, r);
   }
   /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
   static std::int64_t costAValue(const Args&) { return 1; }
