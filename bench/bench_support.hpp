@@ -95,6 +95,30 @@ inline void BM_Copy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * state.iterations());
 }
 
+/// Runs `op` in the timing loop, counting `bytes` an iteration (each input read once, each output
+/// written once). Once untimed first: the outputs are fresh allocations, whose first touch (the
+/// kernel clearing 100 MB of new pages) would otherwise land in the first timed iteration (the
+/// copy's output is touched too: BM_Copy's zeros).
+template <class Op>
+void timed(benchmark::State& state, Device d, std::int64_t bytes, Op op) {
+  op();
+  finish(d);
+  IterationEnd end(state, d);
+  for (auto _ : state) {
+    op();
+    end();
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(bytes * state.iterations());
+}
+
+/// timed, also counting the `values` an iteration reads (values/s).
+template <class Op>
+void timedValues(benchmark::State& state, Device d, std::int64_t values, std::int64_t bytes, Op op) {
+  timed(state, d, bytes, op);
+  state.SetItemsProcessed(values * state.iterations());
+}
+
 }  // namespace gizml::bench
 
 // BENCHMARK and BENCHMARK_CAPTURE with the body guarded (guardedRun), under the function's own name.

@@ -33,21 +33,7 @@ struct Modulation {
   }
 };
 
-/// Runs `op` in the timing loop, counting `bytes` an iteration.
-template <class Op>
-void timed(benchmark::State& state, gizml::Device d, std::size_t bytes, Op op) {
-  // Once untimed: the outputs are fresh allocations, and their first touch (the kernel clearing
-  // 100 MB of new pages) would land in the first timed iteration; the copy's output is touched too.
-  op();
-  gizml::bench::finish(d);
-  gizml::bench::IterationEnd end(state, d);
-  for (auto _ : state) {
-    op();
-    end();
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
-}
+using gizml::bench::timed;
 
 /// timed for an op that writes over its input `x`: x is set back to `start` before each
 /// iteration, untimed. Run again and again on its own output, pixelNorm + SiLU drove a third of

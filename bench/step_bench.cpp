@@ -14,31 +14,16 @@ namespace netops = gizml::netops;
 
 namespace {
 
-gizml::Gpu gpuOf(gizml::Device d) { return gizml::Gpu{d, nullptr}; }
+using gizml::bench::timedValues;
 
-/// `op()` in the timing loop; `values` read an iteration, `bytes` moved.
-template <class Op>
-void timed(benchmark::State& state, gizml::Device d, std::int64_t values, std::int64_t bytes, Op op) {
-  // Once untimed: the outputs are fresh allocations, whose first touch (the kernel clearing new
-  // pages) would otherwise land in the first timed iteration.
-  op();
-  gizml::bench::finish(d);
-  gizml::bench::IterationEnd end(state, d);
-  for (auto _ : state) {
-    op();
-    end();
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(values * state.iterations());
-  state.SetBytesProcessed(bytes * state.iterations());
-}
+gizml::Gpu gpuOf(gizml::Device d) { return gizml::Gpu{d, nullptr}; }
 
 void BM_ArgmaxInto(benchmark::State& state) {
   const std::int64_t rows = state.range(0), vocab = state.range(1);
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor logits = Tensor::normal(Key{1, 1}, {rows, vocab}, d);
   Tensor top = Tensor::empty({rows}, DType::F32, d);
-  timed(state, d, rows * vocab, static_cast<std::int64_t>(logits.bytes()), [&] {
+  timedValues(state, d, rows * vocab, static_cast<std::int64_t>(logits.bytes()), [&] {
     netops::argmaxInto(gpuOf(d), rows, vocab, vocab, false, top.data<float>(), logits.data<float>());
   });
 }
@@ -48,7 +33,7 @@ void BM_CandidatesInto(benchmark::State& state) {
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor logits = Tensor::normal(Key{1, 1}, {rows, vocab}, d);
   Tensor cand = Tensor::empty({rows, netops::CANDIDATE_ROW}, DType::F32, d);
-  timed(state, d, rows * vocab, static_cast<std::int64_t>(logits.bytes() + cand.bytes()), [&] {
+  timedValues(state, d, rows * vocab, static_cast<std::int64_t>(logits.bytes() + cand.bytes()), [&] {
     netops::candidatesInto(gpuOf(d), rows, vocab, vocab, false, cand.data<float>(), logits.data<float>());
   });
 }
@@ -58,8 +43,8 @@ void BM_SplitSumInto(benchmark::State& state) {  // 4 parts of [64, 4096], added
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor p = Tensor::normal(Key{2, 2}, {splits, total}, d);
   Tensor y = Tensor::normal(Key{3, 3}, {total}, d);
-  timed(state, d, splits * total, static_cast<std::int64_t>(p.bytes() + 2 * y.bytes()),
-        [&] { netops::splitSumInto(gpuOf(d), y.data<float>(), p.data<float>(), total, splits, true); });
+  timedValues(state, d, splits * total, static_cast<std::int64_t>(p.bytes() + 2 * y.bytes()),
+              [&] { netops::splitSumInto(gpuOf(d), y.data<float>(), p.data<float>(), total, splits, true); });
 }
 
 void BM_NormRotateInto(benchmark::State& state) {  // [64, 4096], rotated
@@ -68,7 +53,7 @@ void BM_NormRotateInto(benchmark::State& state) {  // [64, 4096], rotated
   const Tensor x = Tensor::normal(Key{4, 4}, {rows, width}, d), w = Tensor::normal(Key{5, 5}, {width}, d);
   const Tensor dd = Tensor::normal(Key{6, 6}, {width}, d);
   Tensor y = Tensor::empty({rows, width}, DType::F32, d);
-  timed(state, d, rows * width, static_cast<std::int64_t>(x.bytes() + y.bytes()), [&] {
+  timedValues(state, d, rows * width, static_cast<std::int64_t>(x.bytes() + y.bytes()), [&] {
     netops::normRotateInto(gpuOf(d), rows, width, 1e-6, true, width, 0, y.data<float>(), x.data<float>(),
                            w.data<float>(), dd.data<float>());
   });
@@ -79,7 +64,7 @@ void BM_SiluMulRotatedInto(benchmark::State& state) {  // 2 parts of [64, 2 x 11
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor p = Tensor::normal(Key{7, 7}, {parts, rows, 2 * ffn}, d), dd = Tensor::normal(Key{8, 8}, {ffn}, d);
   Tensor y = Tensor::empty({rows, ffn}, DType::F32, d);
-  timed(state, d, rows * ffn, static_cast<std::int64_t>(p.bytes() + y.bytes()), [&] {
+  timedValues(state, d, rows * ffn, static_cast<std::int64_t>(p.bytes() + y.bytes()), [&] {
     netops::siluMulRotatedInto(gpuOf(d), rows, ffn, parts, y.data<float>(), p.data<float>(), dd.data<float>());
   });
 }
