@@ -247,6 +247,9 @@ TEST(ModulatedNorm, BadInput) {
   expectThrowsNaming(call(x, w, shift, scale.to(DType::BF16), map, 1e-6), fn, "scale");
   expectThrowsNaming(call(x, w, shift, scale, host({0, 1}, {2}), 1e-6), fn, "map");
   expectThrowsNaming(call(x, w, shift, scale, Tensor(), 1e-6), fn, "map");
+  // The map's indexes are F32 (SPEC): integer or BF16 indexes are an error, not a cast.
+  expectThrowsNaming(call(x, w, shift, scale, map.to(DType::I32), 1e-6), fn, "map");
+  expectThrowsNaming(call(x, w, shift, scale, map.to(DType::BF16), 1e-6), fn, "map");
   expectThrowsNaming(call(x, w, shift, scale, map, -1.0), fn, "eps");
   expectThrowsNaming(call(x, w, shift, scale, map, std::nan("")), fn, "eps");
   // Bad map entries (2 is past mods = 2; a fraction; a negative; NaN), and bad outputs: y untouched.
@@ -272,11 +275,17 @@ TEST(ModulatedNormCuda, BadMapSetsTheDeviceErrorFlag) {
   const Device gpu = Device::cuda(0);
   Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}).to(gpu), w = host(randomFloats(Key{2, 2}, 4), {4}).to(gpu);
   Tensor shift = host(randomFloats(Key{3, 3}, 8), {2, 4}).to(gpu), scale = host(randomFloats(Key{4, 4}, 8), {2, 4}).to(gpu);
+  Tensor y = Tensor::zeros({3, 4}, DType::BF16, gpu);
   for (float bad : {2.0f, 0.5f, -1.0f, kNaN}) {
     SCOPED_TRACE("map entry " + std::to_string(bad));
     Tensor map = host({0, bad, 1}, {3}).to(gpu);
     expectThrowsNaming([&] { netops::modulatedNorm(x, w, shift, scale, map, 1e-6, false).toFloats(); },
                        "gizml::netops::modulatedNorm", "map");
+    // The device's error names the function called, as the host's does.
+    expectThrowsNaming([&] {
+      netops::modulatedNormInto(x, w, shift, scale, map, 1e-6, true, y);
+      y.toFloats();
+    }, "gizml::netops::modulatedNormInto", "map");
   }
   // The flag is cleared once reported: a good map runs.
   EXPECT_NO_THROW(netops::modulatedNorm(x, w, shift, scale, host({0, 1, 1}, {3}).to(gpu), 1e-6, false).toFloats());
@@ -314,6 +323,12 @@ TEST(NormsCuda, MixedDevicesAreAnError) {
     netops::modulatedNormInto(x.to(gpu), w.to(gpu), shift.to(gpu), scale.to(gpu), map.to(gpu), 1e-6, false,
                               Tensor::zeros({3, 4}, DType::BF16));
   }, "gizml::netops::modulatedNormInto", "y");
+  // On a GPU y is BF16 (an F32 y is the host's alone): an error, y untouched.
+  Tensor f32 = host(std::vector<float>(12, 7.0f), {3, 4}).to(gpu);
+  expectThrowsNaming([&] {
+    netops::modulatedNormInto(x.to(gpu), w.to(gpu), shift.to(gpu), scale.to(gpu), map.to(gpu), 1e-6, false, f32);
+  }, "gizml::netops::modulatedNormInto", "y");
+  EXPECT_TRUE(allEqual(f32, 7.0f));
   expectThrowsNaming([&] {
     netops::gatedNormAddInto(x.to(gpu), x.to(DType::BF16).to(gpu), w, shift.to(gpu), map.to(gpu), 1e-6);
   }, "gizml::netops::gatedNormAddInto", "w");
@@ -454,9 +469,11 @@ TEST(GatedNormAdd, BadInput) {
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, y.to(DType::F32), w, gate, map, 1e-6); }, fn, "y");
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, host(randomFloats(Key{1, 1}, 8), {2, 4}).to(DType::BF16), w, gate, map, 1e-6); }, fn, "y");
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, host({1, 2}, {2}), gate, map, 1e-6); }, fn, "w");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w.to(DType::BF16), gate, map, 1e-6); }, fn, "w");
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, host({1, 2, 3, 4}, {1, 4}).to(DType::BF16), map, 1e-6); }, fn, "gate");
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, host({1, 2, 3}, {1, 3}), map, 1e-6); }, fn, "gate");
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, 1}, {2}), 1e-6); }, fn, "map");
+  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, map.to(DType::I32), 1e-6); }, fn, "map");
   expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, map, -1.0); }, fn, "eps");
   for (float bad : {2.0f, 0.5f, -1.0f, kNaN})
     expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, 1, bad}, {3}), 1e-6); }, fn, "map");
@@ -469,8 +486,16 @@ TEST(GatedNormAddCuda, BadMapSetsTheDeviceErrorFlag) {
   Tensor x = host(randomFloats(Key{1, 1}, 12), {3, 4}).to(gpu);
   Tensor y = host(randomFloats(Key{1, 2}, 12), {3, 4}).to(DType::BF16).to(gpu), w = host(randomFloats(Key{2, 2}, 4), {4}).to(gpu);
   Tensor gate = host(randomFloats(Key{3, 3}, 8), {2, 4}).to(gpu);
-  expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, 7, 1}, {3}).to(gpu), 1e-6); x.toFloats(); },
-                     "gizml::netops::gatedNormAddInto", "map");
+  for (float bad : {7.0f, 2.0f, 0.5f, -1.0f, kNaN}) {
+    SCOPED_TRACE("map entry " + std::to_string(bad));
+    expectThrowsNaming([&] { netops::gatedNormAddInto(x, y, w, gate, host({0, bad, 1}, {3}).to(gpu), 1e-6); x.toFloats(); },
+                       "gizml::netops::gatedNormAddInto", "map");
+  }
+  // The flag is cleared once reported: a good map runs.
+  EXPECT_NO_THROW({
+    netops::gatedNormAddInto(x, y, w, gate, host({0, 1, 1}, {3}).to(gpu), 1e-6);
+    x.toFloats();
+  });
 }
 
 // ---- pixelNormInto -----------------------------------------------------------------------------------------
@@ -923,6 +948,8 @@ TEST(GroupNorm, IntoBadInput) {
   Tensor w = host(randomFloats(Key{2, 2}, 4), {4}), b = host(randomFloats(Key{3, 3}, 4), {4});
   Tensor out = host(std::vector<float>(24, 7.0f), {4, 6});
   expectThrowsNaming([&] { netops::groupNormInto(Tensor(), 2, w, b, 1e-5, false, out); }, fn, "x");
+  expectThrowsNaming([&] { netops::groupNormInto(x.to(DType::BF16), 2, w, b, 1e-5, false, out); }, fn, "x");
+  expectThrowsNaming([&] { netops::groupNormInto(x, 2, w.to(DType::BF16), b, 1e-5, false, out); }, fn, "w");
   expectThrowsNaming([&] { netops::groupNormInto(x, 3, w, b, 1e-5, false, out); }, fn, "groups");
   expectThrowsNaming([&] { netops::groupNormInto(x, 2, host({1, 2}, {2}), b, 1e-5, false, out); }, fn, "w");
   expectThrowsNaming([&] { netops::groupNormInto(x, 2, w, host({1, 2}, {2}), 1e-5, false, out); }, fn, "b");

@@ -495,6 +495,12 @@ TEST(Int8RowsCuda, CodesAreI8OrI4) {
   }
   Tensor q = Tensor::zeros({3, 512}, DType::F32, x.device()), s = Tensor::zeros({3, 1}, DType::F32, x.device());
   expectThrowsNaming([&] { netops::int8RowsInto(x, q, s); }, "gizml::netops::int8RowsInto", "q");
+  // On a GPU q's dtype is the codes' width: I8 for 8 bits, I4 for 4, not the other.
+  const Tensor i8 = Tensor::zeros({3, 512}, DType::I8, x.device()), i4 = Tensor::zeros({3, 512}, DType::I4, x.device());
+  expectThrowsNaming([&] { netops::int8RowsInto(x, i8, s, 4); }, "gizml::netops::int8RowsInto", "q");
+  expectThrowsNaming([&] { netops::int8RowsInto(x, i4, s, 8); }, "gizml::netops::int8RowsInto", "q");
+  netops::int8RowsInto(x, i4, s, 4);
+  EXPECT_TRUE(sameBits(s.toFloats(), netops::int8Rows(x.to(Device::host()), 4).s.toFloats())) << "the right width runs";
 }
 
 // ---- modulatedInt8RowsInto ----------------------------------------------------------------------------
@@ -655,6 +661,7 @@ TEST(ModulatedInt8Rows, ReturningFormBadInput) {
   expectThrowsNaming(call(host(randomFloats(Key{1, 5}, rows * 300), {rows, 300}), in[1], in[4], 8), fn, "x");
   expectThrowsNaming(call(in[0], host(randomFloats(Key{1, 2}, 128), {128}), in[4], 8), fn, "w");
   expectThrowsNaming(call(in[0], in[1], host({0, 1, 2}, {3}), 8), fn, "map");
+  expectThrowsNaming(call(in[0], in[1], in[4].to(DType::I32), 8), fn, "map");
 }
 
 TEST(ModulatedInt8Rows, BadInput) {
@@ -684,6 +691,8 @@ TEST(ModulatedInt8Rows, BadInput) {
   expectThrowsNaming(modulation(in[1], in[2], host(randomFloats(Key{1, 4}, 3 * n), {3, n})), fn, "scale");
   expectThrowsNaming(modulation(in[1], in[2], in[3].to(DType::BF16)), fn, "scale");
   expectThrowsNaming([&] { call(in[0], host({0}, {1}), y, q, 8); }, fn, "map");  // one entry for two rows
+  expectThrowsNaming([&] { call(in[0], in[4].to(DType::I32), y, q, 8); }, fn, "map");  // F32 indexes (SPEC)
+  expectThrowsNaming([&] { call(in[0], in[4].to(DType::BF16), y, q, 8); }, fn, "map");
   // Bad map entries (2 is past the 2 modulation rows; a fraction; a negative; NaN).
   for (float bad : {2.0f, 0.5f, -1.0f, kNaN}) {
     SCOPED_TRACE("map entry " + std::to_string(bad));
@@ -731,6 +740,9 @@ TEST(ModulatedInt8RowsCuda, BadMapSetsTheDeviceErrorFlag) {
       netops::modulatedInt8RowsInto(in[0], in[1], in[2], in[3], map, 1e-6, Tensor(), q, s, false, 8);
       s.toFloats();
     }, "gizml::netops::modulatedInt8RowsInto", "map");
+    // The device's error names the function called, as the host's does.
+    expectThrowsNaming([&] { netops::modulatedInt8Rows(in[0], in[1], in[2], in[3], map, 1e-6, false, 8).s.toFloats(); },
+                       "gizml::netops::modulatedInt8Rows", "map");
   }
   // The flag is cleared once reported: a good map runs.
   EXPECT_NO_THROW({

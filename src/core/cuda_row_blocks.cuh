@@ -270,17 +270,19 @@ void launchRowsStaged(const Gpu& g, const typename Kernel::Args& a, std::int64_t
   run(stagedRowsKernel<Kernel>);
 }
 
-/// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows).
+/// The same for a Kernel whose rows read a row map (`mapName`, checked; else launchMappedRows), a bad
+/// entry's error naming `fn` (the public function called: Kernel::kName unless told).
 template <class Kernel>
-void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
+void launchMappedRowsStaged(const Gpu& g, const typename Kernel::Args& a, const char* mapName,
+                            const char* fn = Kernel::kName) {
   if (a.rows == 0) return;
   const RowPlan& plan = rowPlan(Kernel::kName);
-  if (!plan.blocks || !stageable(Kernel::stagedRow(a, 0), a.n, a.n)) return launchMappedRows<Kernel>(g, a, mapName);
+  if (!plan.blocks || !stageable(Kernel::stagedRow(a, 0), a.n, a.n))
+    return launchMappedRows<Kernel>(g, a, mapName, fn);
   const std::size_t bytes = stagedSharedBytes<typename Kernel::Staged>(a.n);
   const auto run = [&](auto* kernel) {
-    allowShared(g, Kernel::kName, kernel, bytes);
-    launchChecked(g, Kernel::kName, {mapName}, kernel, residentGrid(g, kernel, a.rows, kStagedRowThreads, bytes, plan),
-                  a, bytes);
+    allowShared(g, fn, kernel, bytes);
+    launchChecked(g, fn, {mapName}, kernel, residentGrid(g, kernel, a.rows, kStagedRowThreads, bytes, plan), a, bytes);
   };
   if constexpr (TakesStagedQuads<Kernel>)
     if (plan.quads) return run(stagedMappedRowsKernel<Kernel, true>);

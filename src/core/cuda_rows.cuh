@@ -129,14 +129,14 @@ __global__ void mappedRowsKernel(const typename Kernel::Args a, const ErrorFlag 
   });
 }
 
-/// Kernel::row for every row whose map entry (the argument `mapName`) is in range.
+/// Kernel::row for every row whose map entry (the argument `mapName`) is in range; a bad entry's
+/// error names `fn` (the public function called: Kernel::kName unless told).
 template <class Kernel>
-void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName) {
+void launchMappedRows(const Gpu& g, const typename Kernel::Args& a, const char* mapName,
+                      const char* fn = Kernel::kName) {
   if (a.rows == 0) return;
   const RowPlan& plan = rowPlan(Kernel::kName);
-  const auto run = [&](auto* kernel) {
-    launchChecked(g, Kernel::kName, {mapName}, kernel, rowsGrid(g, a.rows, plan), a);
-  };
+  const auto run = [&](auto* kernel) { launchChecked(g, fn, {mapName}, kernel, rowsGrid(g, a.rows, plan), a); };
   if constexpr (TakesQuads<Kernel>)
     if (plan.quads) {
       if constexpr (NamesStagedRow<Kernel>)

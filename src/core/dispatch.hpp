@@ -4,6 +4,9 @@
 //   static void host(const K::Args&)          the host path (host.cpp)
 //   static void cuda(const Gpu&, const K::Args&)   the launcher (cuda.cu), on the Gpu's stream
 // and an op's body, once its arguments are checked and its outputs made, calls run<K>(gpu, args).
+// A kernel that serves two public functions (modulatedNorm and modulatedNormInto) and finds bad
+// input on the device (a row map's entry) also has cuda(const Gpu&, const K::Args&, fn), called by
+// run<K>(gpu, args, fn), so that the device's error names the function called.
 #pragma once
 
 #include "core/backend.hpp"
@@ -24,6 +27,21 @@ void run(const Gpu& gpu, const typename Kernel::Args& args) {
     Kernel::cuda(gpu, args);
 #else
     noCuda(Kernel::kName);
+#endif
+  }
+}
+
+/// run, for a kernel whose launch names `fn`, the public function called, in the errors its kernel
+/// finds on the device (the bad map entries of modulatedNorm and modulatedNormInto, say).
+template <class Kernel>
+void run(const Gpu& gpu, const typename Kernel::Args& args, const char* fn) {
+  if (gpu.device.isHost()) {
+    Kernel::host(args);
+  } else {
+#if GIZML_HAS_CUDA
+    Kernel::cuda(gpu, args, fn);
+#else
+    noCuda(fn);
 #endif
   }
 }

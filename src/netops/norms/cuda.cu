@@ -229,7 +229,9 @@ __global__ void pixelNormKernel(const PixelNorm::Args a) {
 
 // A half-warp a row, or where the op's plan asks (RowPlan::blocks) a block a row, its x (y) staged
 // in shared memory (core/cuda_row_blocks.cuh).
-void ModulatedNorm::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<ModulatedNorm>(g, a, "map"); }
+void ModulatedNorm::cuda(const Gpu& g, const Args& a, const char* fn) {
+  detail::launchMappedRowsStaged<ModulatedNorm>(g, a, "map", fn);
+}
 
 void GatedNormAdd::cuda(const Gpu& g, const Args& a) { detail::launchMappedRowsStaged<GatedNormAdd>(g, a, "map"); }
 

@@ -805,7 +805,7 @@ void modulatedNormRun(const char* fn, const Tensor& x, const Tensor& w, const Te
   detail::requireApart(fn, "y", y, {{"x", &x}, {"w", &w}, {"shift", &shift}, {"scale", &scale}, {"map", &map}});
   if (y.dtype() == DType::BF16) a.yBF16 = y.data<std::uint16_t>();
   else a.y = y.data<float>();
-  detail::run<norms::ModulatedNorm>(detail::gpuOf(x), a);
+  detail::run<norms::ModulatedNorm>(detail::gpuOf(x), a, fn);  // a bad map found on a GPU names fn too
 }
 
 }  // namespace

@@ -230,7 +230,8 @@ struct ModulatedNorm {
   /// Its host loop's work a value (exact::hostWork): a row norm's, the unit.
   static std::int64_t costAValue(const Args&) { return 1; }
   static void host(const Args& a);
-  static void cuda(const Gpu& g, const Args& a);
+  /// Its launches name `fn` (modulatedNorm or modulatedNormInto) in a bad map entry's error.
+  static void cuda(const Gpu& g, const Args& a, const char* fn = kName);
 };
 
 /// modulatedNorm's checks (the public functions' and modulatedInt8RowsInto's), naming `fn`: its

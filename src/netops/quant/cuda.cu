@@ -236,23 +236,23 @@ void Int8Rows::cuda(const Gpu& g, const Args& a) {
   detail::launchRows<Int8Rows>(g, a);
 }
 
-void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a) {
+void ModulatedInt8Rows::cuda(const Gpu& g, const Args& a, const char* fn) {
   if (a.rows == 0) return;
   const int k = blocksPerHalf(a.n);
-  if (!onChunks(a)) return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
+  if (!onChunks(a)) return detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map", fn);
   const detail::RowPlan& plan = detail::rowPlan(kName);
   if (plan.blocks && k > 0 && detail::stageable(a.norm.x, a.n, a.n)) {
     const std::size_t shared = detail::stagedSwizzledSharedBytes(a.n);
     const auto kernel = k == 1 ? modulatedInt8RowBlocksKernel<1> : modulatedInt8RowBlocksKernel<2>;
-    detail::allowShared(g, kName, kernel, shared);
-    return detail::launchChecked(g, kName, {"map"}, kernel,
+    detail::allowShared(g, fn, kernel, shared);
+    return detail::launchChecked(g, fn, {"map"}, kernel,
                                  detail::residentGrid(g, kernel, a.rows, threadsFor(a.n, k), shared, plan), a, shared);
   }
   if (plan.byRows) {
     const auto kernel = plan.prefetch ? modulatedInt8RowsByRowsKernel<true> : modulatedInt8RowsByRowsKernel<false>;
-    return detail::launchChecked(g, kName, {"map"}, kernel, detail::rowsGrid(g, a.rows, plan), a);
+    return detail::launchChecked(g, fn, {"map"}, kernel, detail::rowsGrid(g, a.rows, plan), a);
   }
-  detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map");
+  detail::launchMappedRows<ModulatedInt8Rows>(g, a, "map", fn);
 }
 
 }  // namespace gizml::netops::quant

@@ -741,7 +741,8 @@ void modulatedInt8RowsRun(const char* fn, const Tensor& x, const Tensor& w, cons
   const float maxCode = bits == 8 ? 127.0f : 7.0f;
   detail::run<quant::ModulatedInt8Rows>(detail::gpuOf(x), {norm, maxCode, -(maxCode + 1.0f), maxCode,
                                                           quant::codesOf(q.dtype()), q.raw(),
-                                                          s.data<float>(), norm.rows, norm.n, norm.mods});
+                                                          s.data<float>(), norm.rows, norm.n, norm.mods},
+                                        fn);  // a bad map found on a GPU names fn too
 }
 }  // namespace
 

@@ -272,7 +272,8 @@ struct ModulatedInt8Rows {
     });
   }
   static void host(const Args& a);
-  static void cuda(const Gpu& g, const Args& a);
+  /// Its launches name `fn` (modulatedInt8Rows or modulatedInt8RowsInto) in a bad map entry's error.
+  static void cuda(const Gpu& g, const Args& a, const char* fn = kName);
 };
 
 }  // namespace gizml::netops::quant
