@@ -118,17 +118,19 @@ const PixelShape kPixelShapes[] = {{1, 1, 1},    {2, 3, 5},    {1, 4, 16},   {2,
                                    // memory beside the tiles' static scales, as {3, 6144} above.
                                    {2, 192, 64}};
 
-/// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor; a frame is an item.
-Case pixelNormCase(const PixelShape& s, DType dtype, bool act) {
-  Case c{.op = "pixelNormInto", .name = dims({s.frames, s.c, s.pixels}) + " " + dtypeName(dtype) + (act ? " silu" : "")};
-  c.typical = s.typical && dtype == DType::BF16 && act;
+/// pixelNormInto of x (F32 or BF16, NaN / ±inf / -0 planted) into a new tensor, or with inPlace
+/// into a copy of x itself (out = x, as the benchmarks and a VAE's decoder run it); a frame is an item.
+Case pixelNormCase(const PixelShape& s, DType dtype, bool act, bool inPlace = false) {
+  Case c{.op = "pixelNormInto",
+         .name = dims({s.frames, s.c, s.pixels}) + " " + dtypeName(dtype) + (act ? " silu" : "") + (inPlace ? " in place" : "")};
+  c.typical = s.typical && dtype == DType::BF16 && act && !inPlace;
   c.inputs = [s, dtype] {
     const std::int64_t count = s.frames * s.c * s.pixels;
     return Tensors{host(withSpecials(Key{120, s.seed()}, count), {s.frames, s.c, s.pixels}).to(dtype)};
   };
-  c.run = [act](const Tensors& in) {
-    Tensor out = Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
-    netops::pixelNormInto(in[0], 1e-8, act, out);
+  c.run = [act, inPlace](const Tensors& in) {
+    Tensor out = inPlace ? in[0].clone() : Tensor::empty(in[0].shape(), in[0].dtype(), in[0].device());
+    netops::pixelNormInto(inPlace ? out : in[0], 1e-8, act, out);
     return Tensors{out};
   };
   c.reference = [act](const Tensors& in) {
@@ -252,6 +254,11 @@ std::vector<Case> normsCases() {
   for (const PixelShape& s : kPixelShapes)
     for (DType dtype : {DType::F32, DType::BF16})
       for (bool act : {false, true}) cases.push_back(pixelNormCase(s, dtype, act));
+  // In place (each form must load what it stores over first): few channels, a GPU thread's batches
+  // of 8 channels, a GPU's tiles of 32 pixels (GIZML_CUDA_ROW_BLOCKS=1), the host's runs of 2048.
+  for (const PixelShape& s : {kPixelShapes[7], kPixelShapes[9], kPixelShapes[10], kPixelShapes[12], kPixelShapes[13],
+                              kPixelShapes[14]})
+    for (DType dtype : {DType::F32, DType::BF16}) cases.push_back(pixelNormCase(s, dtype, dtype == DType::BF16, true));
   for (const GroupShape& s : kGroupShapes) {
     cases.push_back(groupNormCase(s, DType::F32, false));
     cases.push_back(groupNormCase(s, DType::BF16, true));
