@@ -20,15 +20,9 @@ void int8RowsBench(benchmark::State& state, bool bf16) {
   const int bits = static_cast<int>(state.range(2));
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor x = bf16 ? Tensor::normal(Key{7, 7}, {rows, n}, d).to(gizml::DType::BF16) : Tensor::normal(Key{7, 7}, {rows, n}, d);
-  auto out = netops::int8Rows(x, bits);
-  gizml::bench::IterationEnd end(state, d);
-  for (auto _ : state) {
-    netops::int8RowsInto(x, out.q, out.s, bits);
-    end();
-    benchmark::DoNotOptimize(out.q.raw());
-  }
-  state.SetItemsProcessed(rows * n * state.iterations());
-  state.SetBytesProcessed(static_cast<std::int64_t>(x.bytes() + out.q.bytes() + out.s.bytes()) * state.iterations());
+  const auto out = netops::int8Rows(x, bits);
+  gizml::bench::timedValues(state, d, rows * n, static_cast<std::int64_t>(x.bytes() + out.q.bytes() + out.s.bytes()),
+                            [&] { netops::int8RowsInto(x, out.q, out.s, bits); });
 }
 
 void BM_Int8Rows(benchmark::State& state) { int8RowsBench(state, false); }
@@ -38,15 +32,9 @@ void BM_HadamardRows(benchmark::State& state) {
   const std::int64_t rows = state.range(0), n = state.range(1);
   const gizml::Device d = gizml::bench::benchDevice();
   const Tensor x = Tensor::normal(Key{8, 8}, {rows, n}, d);
-  Tensor y = Tensor::empty({rows, n}, gizml::DType::F32, d);
-  gizml::bench::IterationEnd end(state, d);
-  for (auto _ : state) {
-    netops::hadamardRowsInto(x, y);
-    end();
-    benchmark::DoNotOptimize(y.raw());
-  }
-  state.SetItemsProcessed(rows * n * state.iterations());
-  state.SetBytesProcessed(static_cast<std::int64_t>(2 * x.bytes()) * state.iterations());
+  const Tensor y = Tensor::empty({rows, n}, gizml::DType::F32, d);
+  gizml::bench::timedValues(state, d, rows * n, static_cast<std::int64_t>(2 * x.bytes()),
+                            [&] { netops::hadamardRowsInto(x, y); });
 }
 
 }  // namespace
