@@ -395,9 +395,9 @@ static std::vector<float> anyExponentRows(std::int64_t rows, std::int64_t n) {
 }
 
 TEST(Int8Rows, AnyExponentEqualsTheReference) {
-  // The host keeps each row's last stage unhalved and rounds its codes without the clamp
-  // (host.cpp: codeOfTwice); it must still give the reference's bits for every magnitude
-  // (anyExponentRows), as F32 and as BF16.
+  // The host keeps each row's last stage unhalved (every stage for BF16 rows, walked again where
+  // that overflowed) and rounds its codes without the clamp (host.cpp: Int8Walker, codeOfHeld); it
+  // must still give the reference's bits for every magnitude (anyExponentRows), as F32 and as BF16.
   const std::int64_t rows = 40, n = 512;
   const std::vector<float> x = anyExponentRows(rows, n);
   for (DType dtype : {DType::F32, DType::BF16}) {
@@ -416,7 +416,7 @@ TEST(Int8Rows, AnyExponentEqualsTheReference) {
 
 TEST(Int8Rows, EachRowAloneEqualsTheReference) {
   // A thread's last row (all of a decode step's one row) has its codes found by the reciprocal on
-  // AVX-512 (host.cpp: codeOfTwiceByReciprocal), by the division where a lane lies near a half:
+  // AVX-512 (host.cpp: codeOfHeldByReciprocal), by the division where a lane lies near a half:
   // every row of anyExponentRows alone, F32 and BF16, 8 and 4 bits, against the reference.
   const std::int64_t rows = 40, n = 512;
   const std::vector<float> x = anyExponentRows(rows, n);

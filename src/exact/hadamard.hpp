@@ -21,7 +21,8 @@ constexpr std::int64_t kHadamardBlock = 256;
 /// (+1 or -1, where d + e = 3 for output d: H4 = [[1,1,1,-1],[1,1,-1,1],[1,-1,1,1],[-1,1,1,1]]).
 /// s_e u_e is exact (u_e or -u_e) and a + (-b) is a - b in IEEE, so these are the SPEC's bits.
 /// Halve = false leaves out the halving, the sum alone: the host's int8Rows keeps its last stage so
-/// and halves the row's maximum and doubles its divisor instead (host.cpp, codeOfTwice).
+/// (every stage, for BF16 values) and scales the row's maximum and its divisor instead (host.cpp,
+/// Int8Walker, codeOfHeld).
 template <bool Halve = true, class F, class S>
 GIZML_HD F hadamardSum(F u0, F u1, F u2, F u3, S s0, S s1, S s2, S s3) {
   const F sum = ((s0 * u0 + s1 * u1) + s2 * u2) + s3 * u3;
@@ -146,16 +147,17 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes<4>(const HostRow&, f3
 ///
 /// The first three stages of a block v whose four groups are staged, leaving it natural: the
 /// groups side by side (four independent chains for the out-of-order core), side(phase) after
-/// each of the three stages (other work to fill their latency).
-template <class Side>
+/// each of the three stages (other work to fill their latency); unhalved where !Halve (the host's
+/// 8-bit rows of BF16 values: quant/host.cpp's Int8Walker says when that is the same).
+template <bool Halve = true, class Side>
 inline __attribute__((always_inline)) void hadamardBlockStaged(f32x16 (&v)[16], Side&& side) {
-  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);  // stride 1: e0 picks the vector
+  for (int g = 0; g < 16; g += 4) hadamard4<Halve>(v[g], v[g + 1], v[g + 2], v[g + 3]);  // stride 1: e0 picks the vector
   side(0);
   for (int g = 0; g < 16; g += 4) transposeSlots(v[g], v[g + 1], v[g + 2], v[g + 3]);  // vector e1, quad e2, slot e0
-  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);       // stride 4
+  for (int g = 0; g < 16; g += 4) hadamard4<Halve>(v[g], v[g + 1], v[g + 2], v[g + 3]);  // stride 4
   side(1);
   for (int g = 0; g < 16; g += 4) transposeQuads(v[g], v[g + 1], v[g + 2], v[g + 3]);  // vector e2, quad e1: natural
-  for (int g = 0; g < 16; g += 4) hadamard4(v[g], v[g + 1], v[g + 2], v[g + 3]);       // stride 16
+  for (int g = 0; g < 16; g += 4) hadamard4<Halve>(v[g], v[g + 1], v[g + 2], v[g + 3]);  // stride 16
   side(2);
 }
 /// A natural group staged: two rounds of two-source permutes (vpermt2ps), 8 in all. Round 1: from

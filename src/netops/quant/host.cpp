@@ -1,6 +1,7 @@
 // The 8-bit rows: argument checks, the outputs, dispatch by device (core/dispatch.hpp), and the
 // host paths (the row functions of quant.hpp on 16-lane vectors, OpenMP over rows). They equal
 // tests/reference/quant_reference.cpp bit for bit.
+#include <bit>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -23,31 +24,35 @@ using exact::f32x16;
 #define GIZML_INLINE inline __attribute__((always_inline))
 #define GIZML_INLINE_LAMBDA __attribute__((always_inline))  // a lambda's operator() inlined too
 
-/// A row whose first walk is done and whose codes are still to write: its kept z (n floats: twice
-/// its y, int8Walk), twice its scale, its index (r < 0: none).
+/// A row whose first walk is done and whose codes are still to write: its kept values (n floats,
+/// int8Walk: z = 2 y, or u = 16 y), the divisor that makes them y / s (2 s or 16 s), its index
+/// (r < 0: none).
 struct Pending {
   const float* held = nullptr;
-  float twiceScale = 0.0f;
+  float divisor = 0.0f;
   std::int64_t r = -1;
 };
 
-/// int8Code(y, s, lo, hi) of the row's y = 0.5 z (rounded) from its kept z = the last Hadamard
-/// stage's sum, unhalved: rint(z / (2 s)), a NaN or zero giving +0. The same code:
-/// - Where 0.5 z is exact, y / s and z / (2 s) are the same real number, so the same float (2 s is
-///   exact). Where it is not (|z| < 2^-125), both quotients are below 2^-26 (s >= 1e-30), so both
-///   codes are +0.
+/// int8Code(y, s, lo, hi) of the row's y from its kept value h = k y (the walk's: k = 2 for z, y =
+/// 0.5 z rounded; k = 16 for u, y = u / 16 exactly) and divisor = k s: rint(h / divisor), a NaN or
+/// zero giving +0. The same code:
+/// - Where h / k is exact (always for u), y / s and h / (k s) are the same real number, so the same
+///   float (k s is exact). Where it is not (z, |z| < 2^-125), both quotients are below 2^-26 (s >=
+///   1e-30), so both codes are +0.
 /// - The clamp to [lo, hi] never binds: s = max(m / maxCode, 1e-30) with m = max |y| >= |y| (a NaN
 ///   aside), so |y / s| <= maxCode (1 + 2^-23) < maxCode + 0.5: rint(y / s) lies in [-maxCode,
 ///   maxCode], inside [lo, hi] = [-maxCode - 1, maxCode].
 /// - An infinite y makes s infinite: inf / inf is NaN and a finite y over inf is a zero, both +0.
-GIZML_INLINE f32x16 codeOfTwice(f32x16 z, float twiceScale) { return exact::rintOrPlusZero(z / twiceScale); }
+GIZML_INLINE f32x16 codeOfHeld(f32x16 h, float divisor) { return exact::rintOrPlusZero(h / divisor); }
 
-/// codeOfTwice of 16 values from q = z * reciprocal (reciprocal = 1 / twiceScale rounded once)
-/// where every lane's q is further than 2^-14 from every half-integer, else by the division: the
-/// same codes. Why q will do is int8CodeByReciprocal's proof (quant.hpp), for z / (2 s) in place of
-/// y / s. 1 / (2 s) is normal unless s > 2^125, which only 4 bits reach (s <= FLT_MAX / 7): there
-/// it is off by at most 2^-23.8 relative, and |q| <= 7.0001 (codeOfTwice's bound for 4 bits) keeps
-/// q within 2^-19 of the rounded quotient, against the 2^-14 the proof needs. q - rint(q) is exact
+/// codeOfHeld of 16 values from q = h * reciprocal (reciprocal = 1 / divisor rounded once) where
+/// every lane's q is further than 2^-14 from every half-integer, else by the division: the same
+/// codes. Why q will do is int8CodeByReciprocal's proof (quant.hpp), for z / (2 s) in place of y /
+/// s; for u = 8 z and 16 s, 1 / (16 s) rounded is 1 / (2 s) rounded over 8 (both normal: u is
+/// finite, so s < 2^122), and q is the same float. 1 / (2 s) is normal unless s > 2^125, which only
+/// 4 bits reach (s <= FLT_MAX / 7): there it is off by at most 2^-23.8 relative, and |q| <= 7.0001
+/// (codeOfHeld's bound for 4 bits) keeps q within 2^-19 of the rounded quotient, against the 2^-14
+/// the proof needs. q - rint(q) is exact
 /// (Sterbenz; |q| < 2^22), and its magnitude is int8CodeByReciprocal's gap; a NaN q (a NaN z, or
 /// inf z by a zero reciprocal) fails the test and takes the division. AVX-512 only: there a
 /// division of 16 lanes holds the divider 10 cycles (a Xeon), and a decode step's int8Rows of one
@@ -57,33 +62,33 @@ GIZML_INLINE f32x16 codeOfTwice(f32x16 z, float twiceScale) { return exact::rint
 /// [32, 3072], 1 thread, 29.8 -> 32.8 us; [8192, 3072], 2 threads, 4.49 -> 4.83 ms), where one row
 /// gained 1.27 -> 1.08 us.
 #if defined(__AVX512F__)
-GIZML_INLINE f32x16 codeOfTwiceByReciprocal(f32x16 z, float reciprocal, float twiceScale) {
-  const f32x16 q = z * reciprocal, r = exact::roundToEven(q);
+GIZML_INLINE f32x16 codeOfHeldByReciprocal(f32x16 h, float reciprocal, float divisor) {
+  const f32x16 q = h * reciprocal, r = exact::roundToEven(q);
   if (exact::allLanes(exact::absLane(q - r) < kReciprocalCodeGap)) [[likely]]
     return r + 0.0f;  // r is an integer already: only its -0 made +0, as rintOrPlusZero(q) does
-  return codeOfTwice(z, twiceScale);
+  return codeOfHeld(h, divisor);
 }
 #endif
 
-/// Walk 2 of Int8Rows::row for elements [from, to) of the pending row: the codes of its kept z.
-/// Everything the loop reads besides z is copied into locals first: the codes' stores might alias
+/// Walk 2 of Int8Rows::row for elements [from, to) of the pending row: the codes of its kept values.
+/// Everything the loop reads besides the kept values is copied into locals first: the codes' stores might alias
 /// a and p for all the compiler knows, and it reloaded them (and tested the streaming flag) for
 /// every vector. kAlone: no other work runs beside them (a thread's last row):
-/// codeOfTwiceByReciprocal's case.
+/// codeOfHeldByReciprocal's case.
 template <bool kAlone = false>
 GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& a, const Pending& p, std::int64_t from,
                                std::int64_t to) {
   if (p.r < 0) return;
   const float* const held = p.held;
   float* const q = static_cast<float*>(a.q) + p.r * a.n;
-  const float twiceScale = p.twiceScale;
-  const float reciprocal = kAlone ? 1.0f / twiceScale : 0.0f;  // codeOfTwiceByReciprocal's only
+  const float divisor = p.divisor;
+  const float reciprocal = kAlone ? 1.0f / divisor : 0.0f;  // codeOfHeldByReciprocal's only
   const auto codes = [&](std::int64_t i) {
 #if defined(__AVX512F__)
-    if constexpr (kAlone) return codeOfTwiceByReciprocal(exact::loadAll16(held + i), reciprocal, twiceScale);
+    if constexpr (kAlone) return codeOfHeldByReciprocal(exact::loadAll16(held + i), reciprocal, divisor);
 #endif
     (void)reciprocal;
-    return codeOfTwice(exact::loadAll16(held + i), twiceScale);
+    return codeOfHeld(exact::loadAll16(held + i), divisor);
   };
   if (row.streamStores)
     for (std::int64_t i = from; i < to; i += 16) exact::streamStore16(q + i, codes(i));
@@ -192,11 +197,11 @@ GIZML_INLINE auto stagedBlocksOf(const std::uint16_t* x) {
 }
 
 /// The block at element b of `blocks` in v, natural, all four stages done (the last unhalved
-/// where !HalveLast); side(phase) after each of the first three.
-template <bool HalveLast, class Load, class Side>
+/// where !HalveLast, the first three where !HalveFirst); side(phase) after each of the first three.
+template <bool HalveLast, bool HalveFirst = true, class Load, class Side>
 GIZML_INLINE void stagedBlock(const StagedBlocks<Load>& blocks, std::int64_t b, f32x16 (&v)[16], Side&& side) {
   blocks.block(b, v);
-  exact::hadamardBlockStaged(v, side);
+  exact::hadamardBlockStaged<HalveFirst>(v, side);
   for (int j = 0; j < 4; ++j) exact::hadamardLast<HalveLast>(v[j], v[j + 4], v[j + 8], v[j + 12]);
 }
 #endif
@@ -276,15 +281,49 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
   });
 }
 
+#if defined(__AVX512BW__)
+/// Each lane's max(m, |v|'s bits), unsigned: a number's order as its magnitude's, an infinity's
+/// above every number's and a NaN's above an infinity's.
+GIZML_INLINE exact::u32x16 maxMagnitudeBits(exact::u32x16 m, f32x16 v) {
+  return (exact::u32x16)_mm512_max_epu32((__m512i)m, (__m512i)(exact::toBits(v) & 0x7fffffffu));
+}
+#endif
+
+/// A row's first walk done: its scale s, and the divisor of its kept values that makes them y / s
+/// (Pending::divisor).
+struct Walked {
+  float s, divisor;
+};
+
 /// Walk 1 of Int8Rows::row on the host for a row of n values (a multiple of 256), in steps of a
 /// block (Group a StagedBlocks: stepBlock) or of one group (stepGroup), so that another loop can
 /// drive it (ModulatedInt8RowsHost). The transformed row goes to `held` (the row's n floats, a
 /// thread's buffer in L1), where it stays for the codes' walk: kept as z, the last stage's sums
-/// unhalved (y = 0.5 z rounded; codeOfTwice), whose |z| go into the maximum, halved once at the
+/// unhalved (y = 0.5 z rounded; codeOfHeld), whose |z| go into the maximum, halved once at the
 /// end (max |y| = 0.5 max |z| rounded: rounding is monotone). Every 64 values, 64 codes of the
 /// `codes` row (the thread's previous one): their divisions run beside this row's additions. The
 /// same formulas and order as the row function, so the same bits.
-template <class Group>
+///
+/// kUnhalved (whole blocks only, stepBlock): no stage halves, and the row is kept as u, the four
+/// stages' sums alone, for a row whose values are BF16 (int8Rows of BF16 rows; modulatedInt8Rows,
+/// which rounds its values to BF16 first); heldExact() then says whether u = 16 y exactly, every
+/// value (else the row must be walked again with kUnhalved false). Why: let a stage's values in
+/// the SPEC's order be v (halved after each stage) and in u's be 2^k v after k stages. Each
+/// addition of the next stage rounds an exact sum t of v's, or 2^k t of u's: the same rounding
+/// scaled (t in the normal range: the same relative grid; t below 2^-126 is a multiple of 2^-149
+/// there, its operands being so, hence exact both ways), unless u's overflows to an infinity. A
+/// halving is exact where its operand is a multiple of 2^-148: every finite BF16 value is a
+/// multiple of 2^-133, sums and their roundings keep a value a multiple of 2^-j (j <= 149; a sum
+/// that rounds has an ulp above 2^-j), and each halving costs one power, so v after k <= 3 stages
+/// is a multiple of 2^-136. So u = 16 y wherever no sum of u overflows, and none did if every u
+/// kept is finite: an infinity, once made, leaves every sum it enters infinite or NaN, and each
+/// value of a stage enters the next (a BF16 infinity or NaN in x shows the same way). The check is
+/// the maximum of |u| taken on its bits (a NaN's above an infinity's, where vrangeps' maximum
+/// leaves NaN out): a vpand and a vpmaxud a vector where vrangeps took one, against the 12
+/// halvings a block no longer makes. y's maximum is then max |u| / 16 (exact), its codes
+/// rint(u / (16 s)) (codeOfHeld). F32 rows keep their halvings: a value below 2^-122 may not be a
+/// multiple of 2^-145, and a test of every value would cost what the halvings do.
+template <class Group, bool kUnhalved = false>
 struct Int8Walker {
   const exact::HostRow& row;
   const Int8Rows::Args& a;
@@ -292,8 +331,9 @@ struct Int8Walker {
   const Pending& codes;
   Group group;
   f32x16 best0{}, best1{};  // the maximum is order-free (a NaN z, always quiet, is left out)
-  std::int64_t b = 0;       // the block under way
-  int g = 0;                // its next group
+  exact::u32x16 bestBits{};  // kUnhalved: the maximum of |u|'s bits (a NaN's the largest)
+  std::int64_t b = 0;        // the block under way
+  int g = 0;                 // its next group
 
   GIZML_INLINE bool finished() const { return b >= a.n; }
   GIZML_INLINE void step() {
@@ -305,14 +345,21 @@ struct Int8Walker {
   /// (their divisions fill the stages' latency) and 64 after the last.
   GIZML_INLINE void stepBlock() {
     f32x16 v[16];
-    stagedBlock<false>(group, b, v, [&](int phase) GIZML_INLINE_LAMBDA {
+    stagedBlock<false, !kUnhalved>(group, b, v, [&](int phase) GIZML_INLINE_LAMBDA {
       pendingCodes(row, a, codes, b + 64 * phase, b + 64 * (phase + 1));
     });
-    for (int j = 0; j < 4; ++j) {
-      best0 = exact::maxMagnitude(best0, v[j]);
-      best1 = exact::maxMagnitude(best1, v[j + 4]);
-      best0 = exact::maxMagnitude(best0, v[j + 8]);
-      best1 = exact::maxMagnitude(best1, v[j + 12]);
+    if constexpr (kUnhalved) {
+      exact::u32x16 m[4] = {bestBits, bestBits, bestBits, bestBits};  // four chains
+      for (int k = 0; k < 16; ++k) m[k % 4] = maxMagnitudeBits(m[k % 4], v[k]);
+      bestBits = (exact::u32x16)_mm512_max_epu32(_mm512_max_epu32((__m512i)m[0], (__m512i)m[1]),
+                                                 _mm512_max_epu32((__m512i)m[2], (__m512i)m[3]));
+    } else {
+      for (int j = 0; j < 4; ++j) {
+        best0 = exact::maxMagnitude(best0, v[j]);
+        best1 = exact::maxMagnitude(best1, v[j + 4]);
+        best0 = exact::maxMagnitude(best0, v[j + 8]);
+        best1 = exact::maxMagnitude(best1, v[j + 12]);
+      }
     }
     for (int k = 0; k < 16; ++k) exact::storeAll16(held + b + 16 * k, v[k]);
     pendingCodes(row, a, codes, b + 192, b + exact::kHadamardBlock);
@@ -322,6 +369,7 @@ struct Int8Walker {
   /// kGroupsAtOnce groups of the block under way (hadamardGroupsHeld, held as its h); after its
   /// fourth, the block's last stage (hadamardLastHeld).
   GIZML_INLINE void stepGroup() {
+    static_assert(!kUnhalved, "kUnhalved takes whole blocks");
     hadamardGroupsHeld(row, held + b, b, g, group);
     pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + kGroupsAtOnce));
     if ((g += kGroupsAtOnce) < 4) return;
@@ -336,19 +384,36 @@ struct Int8Walker {
     b += exact::kHadamardBlock;
     g = 0;
   }
-  /// The row's scale, once finished().
-  GIZML_INLINE float scale() const {
-    return int8Scale(0.5f * exact::laneMax(row, exact::maxMagnitude(best0, best1)), a.maxCode);
+  /// Once finished(): whether the kept values are exact (kUnhalved: every u finite, so u = 16 y).
+  GIZML_INLINE bool heldExact() const {
+#if defined(__AVX512BW__)
+    if constexpr (kUnhalved) return _mm512_reduce_max_epu32((__m512i)bestBits) <= 0x7f7fffffu;  // FLT_MAX's bits
+#endif
+    return true;
+  }
+  /// The row's scale and its kept values' divisor, once finished() (and heldExact()).
+  GIZML_INLINE Walked walked() const {
+#if defined(__AVX512BW__)
+    if constexpr (kUnhalved) {
+      const float s = int8Scale(0.0625f * std::bit_cast<float>(_mm512_reduce_max_epu32((__m512i)bestBits)), a.maxCode);
+      return {s, 16.0f * s};
+    }
+#endif
+    const float s = int8Scale(0.5f * exact::laneMax(row, exact::maxMagnitude(best0, best1)), a.maxCode);
+    return {s, 2.0f * s};
   }
 };
 
-/// Walk 1 of a row at once, returning its scale (Int8Walker).
-template <class Group>
-GIZML_INLINE float int8Walk(const exact::HostRow& row, const Int8Rows::Args& a, float* held, const Pending& codes,
-                            Group group) {
-  Int8Walker<Group> walker{row, a, held, codes, group};
+/// Walk 1 of a row at once (Int8Walker): unhalved where kUnhalved, walked again halved where that
+/// was not exact.
+template <bool kUnhalved = false, class Group>
+GIZML_INLINE Walked int8Walk(const exact::HostRow& row, const Int8Rows::Args& a, float* held, const Pending& codes,
+                             Group group) {
+  Int8Walker<Group, kUnhalved> walker{row, a, held, codes, group};
   while (!walker.finished()) walker.step();
-  return walker.scale();
+  if constexpr (kUnhalved)
+    if (!walker.heldExact()) return int8Walk<false>(row, a, held, codes, group);
+  return walker.walked();
 }
 
 /// The host's row loop for the 8-bit rows: OpenMP splits the rows (static), and each thread
@@ -371,9 +436,9 @@ void hostRowsPipelined(const typename Kernel::Args& a, bool streamStores) {
     int next = 0;
 #pragma omp for schedule(static) nowait
     for (std::int64_t r = 0; r < a.rows; ++r) {
-      const float s = Kernel::walk(row, a, r, held[next], pending, state);
-      a.s[r] = s;
-      pending = {held[next], 2.0f * s, r};
+      const Walked w = Kernel::walk(row, a, r, held[next], pending, state);
+      a.s[r] = w.s;
+      pending = {held[next], w.divisor, r};
       next ^= 1;
     }
     pendingCodes<true>(row, Kernel::codes(a), pending, 0, a.n);
@@ -416,9 +481,13 @@ struct Int8RowsHost {
     return walkerBlocksOfBF16(x + r * a.n);
 #endif
   }
-  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
-                    ThreadState&) {
-    if (a.xBF16) return int8Walk(row, a, held, pending, bf16BlocksAhead(static_cast<const std::uint16_t*>(a.x), a, r));
+  /// BF16 rows unhalved where blocks are whole (Int8Walker's kUnhalved); F32 values may be
+  /// smaller than BF16's (not multiples of 2^-133), and stay halved.
+  static Walked walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
+                     ThreadState&) {
+    if (a.xBF16)
+      return int8Walk<kStagedBlocks>(row, a, held, pending,
+                                     bf16BlocksAhead(static_cast<const std::uint16_t*>(a.x), a, r));
     return int8Walk(row, a, held, pending, walkerBlocks(loadGroupAhead(static_cast<const float*>(a.x), a, r)));
   }
 };
@@ -502,7 +571,7 @@ struct ModulatedInt8RowsHost {
     return a;
   }
   static Int8Rows::Args codes(const Args& a) { return ModulatedInt8Rows::codeArgs(a); }
-  static float walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
+  static Walked walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
                     ThreadState& state) {
     const norms::ModulatedNorm::Args& m = a.norm;
     const std::int64_t mod = ModulatedInt8Rows::mapped(a, r);
@@ -514,7 +583,7 @@ struct ModulatedInt8RowsHost {
   /// Row r's walk (statistics st, modulation mod); kNumbers: its values are all numbers (and
   /// a.factor holds mod's 1 + scale).
   template <bool kNumbers>
-  static float walkOf(const exact::HostRow& row, const Args& a, std::int64_t r, std::int64_t mod,
+  static Walked walkOf(const exact::HostRow& row, const Args& a, std::int64_t r, std::int64_t mod,
                       const exact::MeanRstd& st, float* held, const Pending& pending, ThreadState& state) {
     const norms::ModulatedNorm::Args& m = a.norm;
     const Int8Rows::Args c = codes(a);
@@ -570,7 +639,8 @@ struct ModulatedInt8RowsHost {
     };
     auto blocks = walkerBlocks(group);
 #endif
-    Int8Walker<decltype(blocks)> walker{row, c, held, pending, blocks};
+    // Its values are BF16 values: unhalved where blocks are whole (Int8Walker's kUnhalved).
+    Int8Walker<decltype(blocks), kStagedBlocks> walker{row, c, held, pending, blocks};
     if (r + 1 < a.rows) {
       // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
       // n / 256 blocks or n / (64 kGroupsAtOnce) steps of groups (the walker's steps): one every 16
@@ -588,7 +658,8 @@ struct ModulatedInt8RowsHost {
       state.nextStats = norms::modulatedStats(sums, x + m.n, m.eps, m.centered);
     }
     while (!walker.finished()) walker.step();
-    return walker.scale();
+    if (!walker.heldExact()) return int8Walk<false>(row, c, held, pending, blocks);  // y stored again, the same
+    return walker.walked();
   }
 };
 

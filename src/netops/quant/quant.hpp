@@ -42,7 +42,7 @@ GIZML_HD F int8Code(F y, float s, float lo, float hi) {
 }
 
 /// The furthest q = y * (1 / s) may lie from an integer for its code to be y / s's
-/// (int8CodeByReciprocal's proof; the host's codeOfTwiceByReciprocal too).
+/// (int8CodeByReciprocal's proof; the host's codeOfHeldByReciprocal too).
 constexpr float kReciprocalCodeGap = 0.5f - 0x1p-14f;
 
 /// int8Code(y, s, lo, hi) of one value from q = y * reciprocal (reciprocal = 1 / s rounded once),
@@ -115,8 +115,8 @@ inline Codes codesOf(DType d) { return d == DType::F32 ? Codes::F32 : d == DType
 /// Per row: y = the transform of each 256-block; s = int8Scale(max|y|); q = int8Code(y, s). The
 /// codes need the row's maximum first, so the row is walked twice; a half-warp keeps no y and
 /// transforms again on the second walk. The host gives the same bits in its own loop (host.cpp:
-/// Int8Walker keeps the row's y in L1, as 2y, and transforms once, codeOfTwice codes it, and a
-/// thread writes a row's codes during its next row's walk).
+/// Int8Walker keeps the row's y in L1, as 2y or 16y, and transforms once, codeOfHeld codes it, and
+/// a thread writes a row's codes during its next row's walk).
 struct Int8Rows {
   static constexpr const char* kName = "gizml::netops::int8Rows";
   struct Args : BlockRows {
