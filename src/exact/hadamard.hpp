@@ -90,21 +90,6 @@ inline __attribute__((always_inline)) f32x16 perSlot(float s0, float s1, float s
   return select(d == 0, splat(s0), select(d == 1, splat(s1), select(d == 2, splat(s2), splat(s3))));
 }
 
-/// A stage of stride 1 or 4 (within a vector) on one vector: lane l becomes output d of its group
-/// of four (d its slot). Output d is hadamardSum's ((s0 u0 + s1 u1) + s2 u2) + s3 u3 with H4's
-/// row d, taken as three fmas by a constant +1 or -1 a lane: fma(u, -1, a) is a - u rounded once
-/// (the product is exact), the same bits as the subtraction, so no sign flips are needed. The
-/// first step is u0 + u1 for outputs 0 and 1, u0 - u1 for output 2 and -u0 + u1 = u1 - u0 for
-/// output 3: slots (u0, u0, u0, u1) plus (+1, +1, -1, -1) times slots (u1, u1, u1, u0).
-template <int Stride>
-inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x16 v) {
-  static_assert(Stride == 1 || Stride == 4);
-  f32x16 a = fmaLane(groupPick<Stride, 1, 1, 1, 0>(v), perSlot<Stride>(1.0f, 1.0f, -1.0f, -1.0f),
-                     groupPick<Stride, 0, 0, 0, 1>(v));
-  a = fmaLane(groupPick<Stride, 2, 2, 2, 2>(v), perSlot<Stride>(1.0f, -1.0f, 1.0f, 1.0f), a);
-  a = fmaLane(groupPick<Stride, 3, 3, 3, 3>(v), perSlot<Stride>(-1.0f, 1.0f, 1.0f, 1.0f), a);
-  return 0.5f * a;
-}
 #if !defined(__AVX512F__) && defined(__AVX__) && defined(__FMA__)
 /// The stage of stride 4 on AVX2's two halves: h[0] holds quads 0 and 1 (outputs 0 and 1), h[1]
 /// quads 2 and 3 (outputs 2 and 3), u_e being quad e. The first steps of outputs 0 and 1 are both
@@ -115,9 +100,9 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x1
 /// arithmetic instructions for 16 values, 4 of them additions, where the generic path takes 5
 /// permutes and 8 fmas or multiplications, all on the FMA pipes (a Zen 2's two adders idle). On a
 /// Zen 2, 1 thread, blocks in L1 (quant/host.cpp's buffered path): 0.51 -> 0.45 ns a value. The
-/// same formulas, so the same bits.
-template <>
-inline __attribute__((always_inline)) f32x16 hadamardLanes<4>(const HostRow&, f32x16 v) {
+/// same formulas, so the same bits (hadamardLanes<4> without AVX-512); unhalved where !Halve.
+template <bool Halve>
+inline __attribute__((always_inline)) f32x16 hadamardStride4OnHalves(f32x16 v) {
   const __m256 h0 = (__m256)v.h[0], h1 = (__m256)v.h[1];
   const __m256 swapped = _mm256_permute2f128_ps(h0, h0, 0x01);                  // (u1, u0)
   const __m256 u2 = _mm256_permute2f128_ps(h1, h1, 0x00), u3 = _mm256_permute2f128_ps(h1, h1, 0x11);
@@ -125,10 +110,31 @@ inline __attribute__((always_inline)) f32x16 hadamardLanes<4>(const HostRow&, f3
   const __m256 minusPlus = _mm256_setr_ps(-1.0f, -1.0f, -1.0f, -1.0f, 1.0f, 1.0f, 1.0f, 1.0f);
   const __m256 first01 = _mm256_fmadd_ps(u3, minusPlus, _mm256_fmadd_ps(u2, plusMinus, _mm256_add_ps(h0, swapped)));
   const __m256 first23 = _mm256_add_ps(_mm256_add_ps(_mm256_sub_ps(h0, swapped), u2), u3);
+  if constexpr (!Halve) return f32x16((f32x8)first01, (f32x8)first23);
   const __m256 half = _mm256_set1_ps(0.5f);
   return f32x16((f32x8)_mm256_mul_ps(first01, half), (f32x8)_mm256_mul_ps(first23, half));
 }
 #endif
+/// A stage of stride 1 or 4 (within a vector) on one vector: lane l becomes output d of its group
+/// of four (d its slot). Output d is hadamardSum's ((s0 u0 + s1 u1) + s2 u2) + s3 u3 with H4's
+/// row d, taken as three fmas by a constant +1 or -1 a lane: fma(u, -1, a) is a - u rounded once
+/// (the product is exact), the same bits as the subtraction, so no sign flips are needed. The
+/// first step is u0 + u1 for outputs 0 and 1, u0 - u1 for output 2 and -u0 + u1 = u1 - u0 for
+/// output 3: slots (u0, u0, u0, u1) plus (+1, +1, -1, -1) times slots (u1, u1, u1, u0). Unhalved
+/// where !Halve.
+template <int Stride, bool Halve = true>
+inline __attribute__((always_inline)) f32x16 hadamardLanes(const HostRow&, f32x16 v) {
+  static_assert(Stride == 1 || Stride == 4);
+#if !defined(__AVX512F__) && defined(__AVX__) && defined(__FMA__)
+  if constexpr (Stride == 4) return hadamardStride4OnHalves<Halve>(v);
+#endif
+  f32x16 a = fmaLane(groupPick<Stride, 1, 1, 1, 0>(v), perSlot<Stride>(1.0f, 1.0f, -1.0f, -1.0f),
+                     groupPick<Stride, 0, 0, 0, 1>(v));
+  a = fmaLane(groupPick<Stride, 2, 2, 2, 2>(v), perSlot<Stride>(1.0f, -1.0f, 1.0f, 1.0f), a);
+  a = fmaLane(groupPick<Stride, 3, 3, 3, 3>(v), perSlot<Stride>(-1.0f, 1.0f, 1.0f, 1.0f), a);
+  if constexpr (Halve) return 0.5f * a;
+  else return a;
+}
 #if defined(__AVX512BW__)
 /// With AVX-512 (BW for the BF16 loads) the host runs the first three stages on a group of four
 /// vectors u0 .. u3 (a block's v[4 g .. 4 g + 4), its elements 64 g + e for e < 64) held "staged":
@@ -247,13 +253,16 @@ GIZML_HD float shuffleFrom(const WarpRow& row, float v, int lane) {
 /// lane, so they cannot fold into additions and subtractions; each addition is a fma by the sign,
 /// a + s u rounded once with the product exact (as the host's hadamardLanes): the same bits, the
 /// zeros' signs included, in 1 multiplication and 3 fmas where hadamardSum takes 4 and 3 additions.
-template <int Stride>
+/// (Unhalved where !Halve: the host's alone uses that.)
+template <int Stride, bool Halve = true>
 GIZML_HD float hadamardLanes(const WarpRow& row, float v) {
   const int d = (row.lane / Stride) % 4, base = row.lane - d * Stride;
   const auto sign = [&](int e) { return d == 3 - e ? -1.0f : 1.0f; };
   const float u0 = shuffleFrom(row, v, base), u1 = shuffleFrom(row, v, base + Stride),
               u2 = shuffleFrom(row, v, base + 2 * Stride), u3 = shuffleFrom(row, v, base + 3 * Stride);
-  return 0.5f * fmaLane(u3, sign(3), fmaLane(u2, sign(2), fmaLane(u1, sign(1), sign(0) * u0)));
+  const float sum = fmaLane(u3, sign(3), fmaLane(u2, sign(2), fmaLane(u1, sign(1), sign(0) * u0)));
+  if constexpr (Halve) return 0.5f * sum;
+  else return sum;
 }
 GIZML_HD void loadBlock(const WarpRow& row, const float* p, float (&v)[16]) {
   for (int k = 0; k < 16; ++k) v[k] = p[16 * k + row.lane];
@@ -288,13 +297,14 @@ GIZML_HD void loadBlockOf(const Row& row, const void* x, bool bf16, std::int64_t
 /// the group's four. Each stage runs on all N groups before the next: N independent chains for an
 /// out-of-order core (the host without AVX-512 takes 2: one group's chain of fmas and permutes left
 /// its window short of work). The same formulas and order for every value, so the same bits.
-template <int N, class Row, class F>
+/// Unhalved where !Halve (the host's 8-bit rows of BF16 values: quant/host.cpp's Int8Walker).
+template <bool Halve = true, int N, class Row, class F>
 GIZML_HD void hadamardGroups(const Row& row, F (&u)[N][4]) {
   for (int g = 0; g < N; ++g)
-    for (int k = 0; k < 4; ++k) u[g][k] = hadamardLanes<1>(row, u[g][k]);
+    for (int k = 0; k < 4; ++k) u[g][k] = hadamardLanes<1, Halve>(row, u[g][k]);
   for (int g = 0; g < N; ++g)
-    for (int k = 0; k < 4; ++k) u[g][k] = hadamardLanes<4>(row, u[g][k]);
-  for (int g = 0; g < N; ++g) hadamard4(u[g][0], u[g][1], u[g][2], u[g][3]);  // stride 16
+    for (int k = 0; k < 4; ++k) u[g][k] = hadamardLanes<4, Halve>(row, u[g][k]);
+  for (int g = 0; g < N; ++g) hadamard4<Halve>(u[g][0], u[g][1], u[g][2], u[g][3]);  // stride 16
 }
 /// The last stage (stride 64) of vectors v[j], v[j + 4], v[j + 8], v[j + 12], in place
 /// (unhalved where !Halve).

@@ -3,6 +3,7 @@
 // tests/reference/quant_reference.cpp bit for bit.
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -110,12 +111,13 @@ GIZML_INLINE void pendingCodes(const exact::HostRow& row, const Int8Rows::Args& 
 /// L1 through this buffer (all four stages): 0.51 -> 0.43 ns a value, 0.40 with AVX2's stage of
 /// stride 4 (exact/hadamard.hpp) too; with both, 2 threads, int8Rows of BF16 rows [32, 3072] 39 ->
 /// 34 us, [8192, 3072] 9.6 -> 8.1 ms, modulatedInt8Rows 14.0 -> 12.0 ms.
+/// (Unhalved where !Halve: Int8Walker's kUnhalved.)
 constexpr int kGroupsAtOnce = 2;
-template <class Group>
+template <bool Halve = true, class Group>
 GIZML_INLINE void hadamardGroupsHeld(const exact::HostRow& row, float* h, std::int64_t b, int g, Group& group) {
   f32x16 u[kGroupsAtOnce][4];
   for (int i = 0; i < kGroupsAtOnce; ++i) group(b + 64 * (g + i), u[i]);
-  exact::hadamardGroups(row, u);
+  exact::hadamardGroups<Halve>(row, u);
   for (int i = 0; i < kGroupsAtOnce; ++i)
     for (int k = 0; k < 4; ++k) exact::storeAll16(h + 64 * (g + i) + 16 * k, u[i][k]);
 }
@@ -281,13 +283,25 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
   });
 }
 
-#if defined(__AVX512BW__)
 /// Each lane's max(m, |v|'s bits), unsigned: a number's order as its magnitude's, an infinity's
 /// above every number's and a NaN's above an infinity's.
 GIZML_INLINE exact::u32x16 maxMagnitudeBits(exact::u32x16 m, f32x16 v) {
-  return (exact::u32x16)_mm512_max_epu32((__m512i)m, (__m512i)(exact::toBits(v) & 0x7fffffffu));
-}
+  const exact::u32x16 bits = exact::toBits(v) & 0x7fffffffu;
+#if defined(__AVX512F__)
+  return (exact::u32x16)_mm512_max_epu32((__m512i)m, (__m512i)bits);
+#else
+  return exact::u32x16((exact::u32x8)_mm256_max_epu32((__m256i)m.h[0], (__m256i)bits.h[0]),
+                       (exact::u32x8)_mm256_max_epu32((__m256i)m.h[1], (__m256i)bits.h[1]));
 #endif
+}
+/// The largest of m's lanes.
+GIZML_INLINE std::uint32_t laneMaxBits(const exact::u32x16& m) {
+  std::uint32_t lanes[16];
+  std::memcpy(lanes, &m, sizeof lanes);
+  std::uint32_t best = lanes[0];
+  for (int l = 1; l < 16; ++l) best = lanes[l] > best ? lanes[l] : best;
+  return best;
+}
 
 /// A row's first walk done: its scale s, and the divisor of its kept values that makes them y / s
 /// (Pending::divisor).
@@ -304,7 +318,7 @@ struct Walked {
 /// `codes` row (the thread's previous one): their divisions run beside this row's additions. The
 /// same formulas and order as the row function, so the same bits.
 ///
-/// kUnhalved (whole blocks only, stepBlock): no stage halves, and the row is kept as u, the four
+/// kUnhalved: no stage halves, and the row is kept as u, the four
 /// stages' sums alone, for a row whose values are BF16 (int8Rows of BF16 rows; modulatedInt8Rows,
 /// which rounds its values to BF16 first); heldExact() then says whether u = 16 y exactly, every
 /// value (else the row must be walked again with kUnhalved false). Why: let a stage's values in
@@ -322,7 +336,11 @@ struct Walked {
 /// leaves NaN out): a vpand and a vpmaxud a vector where vrangeps took one, against the 12
 /// halvings a block no longer makes. y's maximum is then max |u| / 16 (exact), its codes
 /// rint(u / (16 s)) (codeOfHeld). F32 rows keep their halvings: a value below 2^-122 may not be a
-/// multiple of 2^-145, and a test of every value would cost what the halvings do.
+/// multiple of 2^-145, and a test of every value would cost what the halvings do. On a Xeon (stop
+/// 60), 1 thread, [32, 3072] in the caches, best of 5 rounds by turns, AVX-512: modulatedInt8Rows
+/// 0.555 -> 0.520 ns a value, int8Rows of BF16 rows 0.363 -> 0.334; x86-64-v3: 0.906 -> 0.849 and
+/// 0.549 -> 0.513. 2 threads, [8192, 3072]: modulatedInt8Rows (AVX-512) 10.8 - 11.2 -> 10.0 - 10.3
+/// ms, int8Rows of BF16 rows (x86-64-v3) 7.06 - 7.21 -> 6.56 ms.
 template <class Group, bool kUnhalved = false>
 struct Int8Walker {
   const exact::HostRow& row;
@@ -369,15 +387,19 @@ struct Int8Walker {
   /// kGroupsAtOnce groups of the block under way (hadamardGroupsHeld, held as its h); after its
   /// fourth, the block's last stage (hadamardLastHeld).
   GIZML_INLINE void stepGroup() {
-    static_assert(!kUnhalved, "kUnhalved takes whole blocks");
-    hadamardGroupsHeld(row, held + b, b, g, group);
+    hadamardGroupsHeld<!kUnhalved>(row, held + b, b, g, group);
     pendingCodes(row, a, codes, b + 64 * g, b + 64 * (g + kGroupsAtOnce));
     if ((g += kGroupsAtOnce) < 4) return;
     auto done = [&](int j, const f32x16(&u)[4]) {
-      best0 = exact::maxMagnitude(best0, u[0]);
-      best1 = exact::maxMagnitude(best1, u[1]);
-      best0 = exact::maxMagnitude(best0, u[2]);
-      best1 = exact::maxMagnitude(best1, u[3]);
+      if constexpr (kUnhalved) {
+        bestBits = maxMagnitudeBits(maxMagnitudeBits(bestBits, u[0]), u[1]);
+        bestBits = maxMagnitudeBits(maxMagnitudeBits(bestBits, u[2]), u[3]);
+      } else {
+        best0 = exact::maxMagnitude(best0, u[0]);
+        best1 = exact::maxMagnitude(best1, u[1]);
+        best0 = exact::maxMagnitude(best0, u[2]);
+        best1 = exact::maxMagnitude(best1, u[3]);
+      }
       for (int m = 0; m < 4; ++m) exact::storeAll16(held + b + 16 * (j + 4 * m), u[m]);
     };
     for (int j = 0; j < 4; ++j) hadamardLastHeld<false>(held + b, j, done);
@@ -386,19 +408,15 @@ struct Int8Walker {
   }
   /// Once finished(): whether the kept values are exact (kUnhalved: every u finite, so u = 16 y).
   GIZML_INLINE bool heldExact() const {
-#if defined(__AVX512BW__)
-    if constexpr (kUnhalved) return _mm512_reduce_max_epu32((__m512i)bestBits) <= 0x7f7fffffu;  // FLT_MAX's bits
-#endif
-    return true;
+    if constexpr (kUnhalved) return laneMaxBits(bestBits) <= 0x7f7fffffu;  // FLT_MAX's bits
+    else return true;
   }
   /// The row's scale and its kept values' divisor, once finished() (and heldExact()).
   GIZML_INLINE Walked walked() const {
-#if defined(__AVX512BW__)
     if constexpr (kUnhalved) {
-      const float s = int8Scale(0.0625f * std::bit_cast<float>(_mm512_reduce_max_epu32((__m512i)bestBits)), a.maxCode);
+      const float s = int8Scale(0.0625f * std::bit_cast<float>(laneMaxBits(bestBits)), a.maxCode);
       return {s, 16.0f * s};
     }
-#endif
     const float s = int8Scale(0.5f * exact::laneMax(row, exact::maxMagnitude(best0, best1)), a.maxCode);
     return {s, 2.0f * s};
   }
@@ -481,13 +499,12 @@ struct Int8RowsHost {
     return walkerBlocksOfBF16(x + r * a.n);
 #endif
   }
-  /// BF16 rows unhalved where blocks are whole (Int8Walker's kUnhalved); F32 values may be
-  /// smaller than BF16's (not multiples of 2^-133), and stay halved.
+  /// BF16 rows unhalved (Int8Walker's kUnhalved); F32 values may be smaller than BF16's (not
+  /// multiples of 2^-133), and stay halved.
   static Walked walk(const exact::HostRow& row, const Args& a, std::int64_t r, float* held, const Pending& pending,
                      ThreadState&) {
     if (a.xBF16)
-      return int8Walk<kStagedBlocks>(row, a, held, pending,
-                                     bf16BlocksAhead(static_cast<const std::uint16_t*>(a.x), a, r));
+      return int8Walk<true>(row, a, held, pending, bf16BlocksAhead(static_cast<const std::uint16_t*>(a.x), a, r));
     return int8Walk(row, a, held, pending, walkerBlocks(loadGroupAhead(static_cast<const float*>(a.x), a, r)));
   }
 };
@@ -639,8 +656,8 @@ struct ModulatedInt8RowsHost {
     };
     auto blocks = walkerBlocks(group);
 #endif
-    // Its values are BF16 values: unhalved where blocks are whole (Int8Walker's kUnhalved).
-    Int8Walker<decltype(blocks), kStagedBlocks> walker{row, c, held, pending, blocks};
+    // Its values are BF16 values: unhalved (Int8Walker's kUnhalved).
+    Int8Walker<decltype(blocks), true> walker{row, c, held, pending, blocks};
     if (r + 1 < a.rows) {
       // n / 16 steps of sums (twice that when centered: the mean's, then the variance's) against
       // n / 256 blocks or n / (64 kGroupsAtOnce) steps of groups (the walker's steps): one every 16
