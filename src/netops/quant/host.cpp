@@ -318,10 +318,10 @@ struct Walked {
 /// `codes` row (the thread's previous one): their divisions run beside this row's additions. The
 /// same formulas and order as the row function, so the same bits.
 ///
-/// kUnhalved: no stage halves, and the row is kept as u, the four
-/// stages' sums alone, for a row whose values are BF16 (int8Rows of BF16 rows; modulatedInt8Rows,
-/// which rounds its values to BF16 first); heldExact() then says whether u = 16 y exactly, every
-/// value (else the row must be walked again with kUnhalved false). Why: let a stage's values in
+/// kUnhalved: no stage halves, and the row is kept as u, the four stages' sums alone, for a row
+/// whose values are BF16 (int8Rows of BF16 rows; modulatedInt8Rows, which rounds its values to
+/// BF16 first); heldExact() then says whether u = 16 y exactly, every value (else the row must be
+/// walked again with kUnhalved false). Why: let a stage's values in
 /// the SPEC's order be v (halved after each stage) and in u's be 2^k v after k stages. Each
 /// addition of the next stage rounds an exact sum t of v's, or 2^k t of u's: the same rounding
 /// scaled (t in the normal range: the same relative grid; t below 2^-126 is a multiple of 2^-149
