@@ -427,6 +427,18 @@ GIZML_VEC f32x16 maxMagnitude(f32x16 best, f32x16 v) {
   return maxLane(fromBits(toBits(v) & 0x7fffffffu), best);
 #endif
 }
+/// maxMagnitude on the bits, keeping NaN: each lane's max(m, |v|'s bits), unsigned, a number's in
+/// the order of its magnitude, an infinity's above every number's and a NaN's above an infinity's
+/// (where maxMagnitude leaves a quiet NaN out).
+GIZML_VEC u32x16 maxMagnitudeBits(u32x16 m, f32x16 v) {
+  const u32x16 bits = toBits(v) & 0x7fffffffu;
+#if defined(__AVX512F__)
+  return (u32x16)_mm512_max_epu32((__m512i)m, (__m512i)bits);
+#else
+  return u32x16((u32x8)_mm256_max_epu32((__m256i)m.h[0], (__m256i)bits.h[0]),
+                (u32x8)_mm256_max_epu32((__m256i)m.h[1], (__m256i)bits.h[1]));
+#endif
+}
 
 #if !defined(__AVX512F__)
 /// Quad Ea of v in the low 128 bits and quad Eb in the high: quad E is the low (E even) or high

@@ -283,18 +283,7 @@ void hadamardRowsHost(const HadamardRows::Args& a, const X* x) {
   });
 }
 
-/// Each lane's max(m, |v|'s bits), unsigned: a number's order as its magnitude's, an infinity's
-/// above every number's and a NaN's above an infinity's.
-GIZML_INLINE exact::u32x16 maxMagnitudeBits(exact::u32x16 m, f32x16 v) {
-  const exact::u32x16 bits = exact::toBits(v) & 0x7fffffffu;
-#if defined(__AVX512F__)
-  return (exact::u32x16)_mm512_max_epu32((__m512i)m, (__m512i)bits);
-#else
-  return exact::u32x16((exact::u32x8)_mm256_max_epu32((__m256i)m.h[0], (__m256i)bits.h[0]),
-                       (exact::u32x8)_mm256_max_epu32((__m256i)m.h[1], (__m256i)bits.h[1]));
-#endif
-}
-/// The largest of m's lanes.
+/// The largest of m's lanes (Int8Walker's maximum of |u|'s bits, once a row).
 GIZML_INLINE std::uint32_t laneMaxBits(const exact::u32x16& m) {
   std::uint32_t lanes[16];
   std::memcpy(lanes, &m, sizeof lanes);
@@ -367,10 +356,7 @@ struct Int8Walker {
       pendingCodes(row, a, codes, b + 64 * phase, b + 64 * (phase + 1));
     });
     if constexpr (kUnhalved) {
-      exact::u32x16 m[4] = {bestBits, bestBits, bestBits, bestBits};  // four chains
-      for (int k = 0; k < 16; ++k) m[k % 4] = maxMagnitudeBits(m[k % 4], v[k]);
-      bestBits = (exact::u32x16)_mm512_max_epu32(_mm512_max_epu32((__m512i)m[0], (__m512i)m[1]),
-                                                 _mm512_max_epu32((__m512i)m[2], (__m512i)m[3]));
+      for (int k = 0; k < 16; ++k) bestBits = exact::maxMagnitudeBits(bestBits, v[k]);
     } else {
       for (int j = 0; j < 4; ++j) {
         best0 = exact::maxMagnitude(best0, v[j]);
@@ -392,8 +378,7 @@ struct Int8Walker {
     if ((g += kGroupsAtOnce) < 4) return;
     auto done = [&](int j, const f32x16(&u)[4]) {
       if constexpr (kUnhalved) {
-        bestBits = maxMagnitudeBits(maxMagnitudeBits(bestBits, u[0]), u[1]);
-        bestBits = maxMagnitudeBits(maxMagnitudeBits(bestBits, u[2]), u[3]);
+        for (int m = 0; m < 4; ++m) bestBits = exact::maxMagnitudeBits(bestBits, u[m]);
       } else {
         best0 = exact::maxMagnitude(best0, u[0]);
         best1 = exact::maxMagnitude(best1, u[1]);
